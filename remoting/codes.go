@@ -1,0 +1,125 @@
+package remoting
+
+import "strconv"
+
+// Request codes (RocketMQ RequestCode).
+const (
+	SendMessage                      int32 = 10
+	PullMessage                      int32 = 11
+	QueryMessage                     int32 = 12
+	QueryConsumerOffset              int32 = 14
+	UpdateConsumerOffset             int32 = 15
+	UpdateAndCreateTopic             int32 = 17
+	GetAllTopicConfig                int32 = 21
+	UpdateBrokerConfig               int32 = 25
+	GetBrokerConfig                  int32 = 26
+	GetBrokerRuntimeInfo             int32 = 28
+	SearchOffsetByTimestamp          int32 = 29
+	GetMaxOffset                     int32 = 30
+	GetMinOffset                     int32 = 31
+	GetEarliestMsgStoretime          int32 = 32
+	ViewMessageByID                  int32 = 33
+	HeartBeat                        int32 = 34
+	UnregisterClient                 int32 = 35
+	ConsumerSendMsgBack              int32 = 36
+	EndTransaction                   int32 = 37
+	GetConsumerListByGroup           int32 = 38
+	CheckTransactionState            int32 = 39
+	NotifyConsumerIdsChanged         int32 = 40
+	LockBatchMQ                      int32 = 41
+	UnlockBatchMQ                    int32 = 42
+	CheckClientConfig                int32 = 46
+	PutKVConfig                      int32 = 100
+	GetKVConfig                      int32 = 101
+	DeleteKVConfig                   int32 = 102
+	RegisterBroker                   int32 = 103
+	UnregisterBroker                 int32 = 104
+	GetRouteinfoByTopic              int32 = 105
+	GetBrokerClusterInfo             int32 = 106
+	UpdateAndCreateSubscriptionGroup int32 = 200
+	GetAllSubscriptionGroupConfig    int32 = 201
+	DeleteSubscriptionGroup          int32 = 207
+	GetAllTopicListFromNameserver    int32 = 206
+	DeleteTopicInBroker              int32 = 215
+	DeleteTopicInNamesrv             int32 = 216
+	GetKVListByNamespace             int32 = 219
+	ResetConsumerClientOffset        int32 = 220
+	GetConsumerStatusFromClient      int32 = 221
+	GetConsumerRunningInfo           int32 = 307
+	ConsumeMessageDirectly           int32 = 309
+	SendMessageV2                    int32 = 310
+	SendBatchMessage                 int32 = 320
+	QueryDataVersion                 int32 = 322
+	SendReplyMessage                 int32 = 324
+	SendReplyMessageV2               int32 = 325
+	PushReplyMessageToClient         int32 = 326
+	LitePullMessage                  int32 = 361
+	BrokerHeartbeat                  int32 = 904
+	// EvictPageCache is a Spool extension (code outside RocketMQ's table):
+	// drop a topic's or the whole CommitLog's pages from memory.
+	EvictPageCache int32 = 9001
+)
+
+// Response codes (RocketMQ ResponseCode).
+const (
+	Success                   int32 = 0
+	SystemError               int32 = 1
+	SystemBusy                int32 = 2
+	RequestCodeNotSupported   int32 = 3
+	TransactionFailed         int32 = 4
+	FlushDiskTimeout          int32 = 10
+	SlaveNotAvailable         int32 = 11
+	FlushSlaveTimeout         int32 = 12
+	MessageIllegal            int32 = 13
+	ServiceNotAvailable       int32 = 14
+	VersionNotSupported       int32 = 15
+	NoPermission              int32 = 16
+	TopicNotExist             int32 = 17
+	TopicExistAlready         int32 = 18
+	PullNotFound              int32 = 19
+	PullRetryImmediately      int32 = 20
+	PullOffsetMoved           int32 = 21
+	QueryNotFound             int32 = 22
+	SubscriptionParseFailed   int32 = 23
+	SubscriptionNotExist      int32 = 24
+	SubscriptionNotLatest     int32 = 25
+	SubscriptionGroupNotExist int32 = 26
+	FilterDataNotExist        int32 = 27
+	FilterDataNotLatest       int32 = 28
+	InvalidParameter          int32 = 29
+	IllegalOperation          int32 = 604
+)
+
+var requestNames = map[int32]string{
+	SendMessage: "SEND_MESSAGE", PullMessage: "PULL_MESSAGE", QueryMessage: "QUERY_MESSAGE",
+	QueryConsumerOffset: "QUERY_CONSUMER_OFFSET", UpdateConsumerOffset: "UPDATE_CONSUMER_OFFSET",
+	UpdateAndCreateTopic: "UPDATE_AND_CREATE_TOPIC", GetAllTopicConfig: "GET_ALL_TOPIC_CONFIG",
+	UpdateBrokerConfig: "UPDATE_BROKER_CONFIG", GetBrokerConfig: "GET_BROKER_CONFIG",
+	GetBrokerRuntimeInfo: "GET_BROKER_RUNTIME_INFO", SearchOffsetByTimestamp: "SEARCH_OFFSET_BY_TIMESTAMP",
+	GetMaxOffset: "GET_MAX_OFFSET", GetMinOffset: "GET_MIN_OFFSET", GetEarliestMsgStoretime: "GET_EARLIEST_MSG_STORETIME",
+	ViewMessageByID: "VIEW_MESSAGE_BY_ID", HeartBeat: "HEART_BEAT", UnregisterClient: "UNREGISTER_CLIENT",
+	ConsumerSendMsgBack: "CONSUMER_SEND_MSG_BACK", EndTransaction: "END_TRANSACTION",
+	GetConsumerListByGroup: "GET_CONSUMER_LIST_BY_GROUP", CheckTransactionState: "CHECK_TRANSACTION_STATE",
+	NotifyConsumerIdsChanged: "NOTIFY_CONSUMER_IDS_CHANGED", LockBatchMQ: "LOCK_BATCH_MQ", UnlockBatchMQ: "UNLOCK_BATCH_MQ",
+	CheckClientConfig: "CHECK_CLIENT_CONFIG", PutKVConfig: "PUT_KV_CONFIG", GetKVConfig: "GET_KV_CONFIG",
+	DeleteKVConfig: "DELETE_KV_CONFIG", RegisterBroker: "REGISTER_BROKER", UnregisterBroker: "UNREGISTER_BROKER",
+	GetRouteinfoByTopic: "GET_ROUTEINFO_BY_TOPIC", GetBrokerClusterInfo: "GET_BROKER_CLUSTER_INFO",
+	UpdateAndCreateSubscriptionGroup: "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+	GetAllSubscriptionGroupConfig:    "GET_ALL_SUBSCRIPTIONGROUP_CONFIG", DeleteSubscriptionGroup: "DELETE_SUBSCRIPTIONGROUP",
+	GetAllTopicListFromNameserver: "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", DeleteTopicInBroker: "DELETE_TOPIC_IN_BROKER",
+	DeleteTopicInNamesrv: "DELETE_TOPIC_IN_NAMESRV", GetKVListByNamespace: "GET_KVLIST_BY_NAMESPACE",
+	ResetConsumerClientOffset: "RESET_CONSUMER_CLIENT_OFFSET", GetConsumerStatusFromClient: "GET_CONSUMER_STATUS_FROM_CLIENT",
+	GetConsumerRunningInfo: "GET_CONSUMER_RUNNING_INFO", ConsumeMessageDirectly: "CONSUME_MESSAGE_DIRECTLY",
+	SendMessageV2: "SEND_MESSAGE_V2", SendBatchMessage: "SEND_BATCH_MESSAGE", QueryDataVersion: "QUERY_DATA_VERSION",
+	SendReplyMessage: "SEND_REPLY_MESSAGE", SendReplyMessageV2: "SEND_REPLY_MESSAGE_V2",
+	PushReplyMessageToClient: "PUSH_REPLY_MESSAGE_TO_CLIENT", LitePullMessage: "LITE_PULL_MESSAGE",
+	BrokerHeartbeat: "BROKER_HEARTBEAT", EvictPageCache: "SPOOL_EVICT_PAGE_CACHE",
+}
+
+// RequestName returns RocketMQ's name for a request code, or the number.
+func RequestName(code int32) string {
+	if n, ok := requestNames[code]; ok {
+		return n
+	}
+	return strconv.Itoa(int(code))
+}
