@@ -1,6 +1,3 @@
-// Package remoting implements RocketMQ's remoting protocol: the frame, the
-// JSON and ROCKETMQ (binary) header codecs, and the request and response
-// codes. The transport (TCP server and client) lives in remoting/transport.
 package remoting
 
 // SerializeType is the header serialization named by the high byte of the

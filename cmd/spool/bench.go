@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoolmq/spool/internal/store/stats"
+	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+func benchCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "load generator speaking the remoting protocol"}
+	cmd.AddCommand(benchProduceCmd(), benchConsumeCmd())
+	return cmd
+}
+
+// benchSummary is the --json summary line; its keys are a stable contract.
+type benchSummary struct {
+	OK         int64   `json:"ok"`
+	Errors     int64   `json:"errors"`
+	Seconds    float64 `json:"seconds"`
+	MsgsPerSec float64 `json:"msgs_per_sec"`
+	MBPerSec   float64 `json:"mb_per_sec"`
+	P50us      int64   `json:"p50_us"`
+	P99us      int64   `json:"p99_us"`
+	P999us     int64   `json:"p999_us"`
+	MaxUs      int64   `json:"max_us"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	FirstError string  `json:"first_error,omitempty"`
+}
+
+// meter counts operations and latencies and prints a line each second.
+type meter struct {
+	ok, errs, bytes atomic.Int64
+	hist            stats.Histogram
+	firstErr        atomic.Value
+	start           time.Time
+	cpuStart        float64
+}
+
+func newMeter() *meter { return &meter{start: time.Now(), cpuStart: cpuSeconds()} }
+
+func (m *meter) success(n int, bytes int, lat time.Duration) {
+	m.ok.Add(int64(n))
+	m.bytes.Add(int64(bytes))
+	m.hist.Record(lat)
+}
+
+func (m *meter) failure(err error) {
+	m.errs.Add(1)
+	m.firstErr.CompareAndSwap(nil, err.Error())
+}
+
+// progress prints one line a second until ctx ends.
+func (m *meter) progress(ctx context.Context, quiet bool) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	prevOK, prevBytes, prevHist := int64(0), int64(0), m.hist.Snapshot()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			ok, b, h := m.ok.Load(), m.bytes.Load(), m.hist.Snapshot()
+			if !quiet {
+				d := h.Sub(prevHist)
+				fmt.Fprintf(os.Stderr, "%6.1fs  %9d msg/s  %8.1f MB/s  p99 %8dus  errors %d\n",
+					time.Since(m.start).Seconds(), ok-prevOK, float64(b-prevBytes)/1e6, d.Quantile(0.99).Microseconds(), m.errs.Load())
+			}
+			prevOK, prevBytes, prevHist = ok, b, h
+		}
+	}
+}
+
+func (m *meter) summary() benchSummary {
+	secs := time.Since(m.start).Seconds()
+	h := m.hist.Snapshot()
+	s := benchSummary{
+		OK: m.ok.Load(), Errors: m.errs.Load(), Seconds: secs,
+		P50us: h.Quantile(0.5).Microseconds(), P99us: h.Quantile(0.99).Microseconds(),
+		P999us: h.Quantile(0.999).Microseconds(), MaxUs: h.Quantile(1).Microseconds(),
+		CPUSeconds: cpuSeconds() - m.cpuStart,
+	}
+	if secs > 0 {
+		s.MsgsPerSec = float64(s.OK) / secs
+		s.MBPerSec = float64(m.bytes.Load()) / secs / 1e6
+	}
+	if e, ok := m.firstErr.Load().(string); ok {
+		s.FirstError = e
+	}
+	return s
+}
+
+func printSummary(s benchSummary, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(s)
+		fmt.Println(string(b))
+		return
+	}
+	fmt.Printf("ok %d  errors %d  %.1fs  %.0f msg/s  %.1f MB/s  p50 %dus  p99 %dus  p999 %dus  max %dus  cpu %.2fs\n",
+		s.OK, s.Errors, s.Seconds, s.MsgsPerSec, s.MBPerSec, s.P50us, s.P99us, s.P999us, s.MaxUs, s.CPUSeconds)
+	if s.FirstError != "" {
+		fmt.Println("first error:", s.FirstError)
+	}
+}
+
+// cpuSeconds is this process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func benchProduceCmd() *cobra.Command {
+	var (
+		namesrv, topic, serialize string
+		size, producers, inflight int
+		batch, queues             int
+		duration                  time.Duration
+		asJSON                    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "send messages as fast as the broker answers",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if namesrv == "" {
+				namesrv = os.Getenv("NAMESRV_ADDR")
+			}
+			if namesrv == "" {
+				return errors.New("give -n NAMESRV_ADDR")
+			}
+			if size < 0 || producers < 1 || inflight < 1 || batch < 1 {
+				return errors.New("--size must be >= 0 and --producers, --inflight, --batch >= 1")
+			}
+			ser := remoting.SerializeJSON
+			switch serialize {
+			case "json":
+			case "rocketmq":
+				ser = remoting.SerializeRocketMQ
+			default:
+				return fmt.Errorf("--serialize %q: want json or rocketmq", serialize)
+			}
+			ns := splitNamesrv(namesrv)
+			admin := transport.NewClient(transport.ClientConfig{DialTimeout: 5 * time.Second})
+			defer admin.Close()
+			r, found, err := lookupRoute(admin, ns, topic)
+			if err != nil {
+				return err
+			}
+			if !found {
+				if err := createTopic(admin, ns, topic, queues, 6); err != nil {
+					return fmt.Errorf("creating %s: %w", topic, err)
+				}
+				for i := 0; i < 50 && !found; i++ {
+					time.Sleep(100 * time.Millisecond)
+					r, found, err = lookupRoute(admin, ns, topic)
+					if err != nil {
+						return err
+					}
+				}
+				if !found {
+					return fmt.Errorf("topic %s has no route after creating it", topic)
+				}
+			}
+			qs := r.writeQueues()
+			if len(qs) == 0 {
+				return fmt.Errorf("topic %s has no writable queue", topic)
+			}
+			body := make([]byte, size)
+			for i := range body {
+				body[i] = byte('a' + i%26)
+			}
+			m := newMeter()
+			ctx, cancel := context.WithTimeout(context.Background(), duration)
+			defer cancel()
+			go m.progress(ctx, false)
+			var wg sync.WaitGroup
+			var seq atomic.Int64
+			for p := 0; p < producers; p++ {
+				cli := transport.NewClient(transport.ClientConfig{DialTimeout: 5 * time.Second, Serialize: ser})
+				defer cli.Close()
+				for j := 0; j < inflight; j++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for ctx.Err() == nil {
+							q := qs[int(seq.Add(1))%len(qs)]
+							req := buildSend(topic, q.queueID, body, batch, ser)
+							t0 := time.Now()
+							rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
+							resp, err := cli.Invoke(rctx, q.addr, req)
+							rcancel()
+							lat := time.Since(t0)
+							switch {
+							case err != nil:
+								if ctx.Err() == nil {
+									m.failure(err)
+								}
+							case resp.Code == remoting.Success:
+								m.success(batch, batch*size, lat)
+							default:
+								m.failure(fmt.Errorf("code %d: %s", resp.Code, resp.Remark))
+							}
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			printSummary(m.summary(), asJSON)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&namesrv, "namesrv", "n", "", "name server address(es), ';'-separated (default $NAMESRV_ADDR)")
+	cmd.Flags().StringVar(&topic, "topic", "BenchmarkTest", "topic (created with --queues queues when missing)")
+	cmd.Flags().IntVar(&size, "size", 128, "message body size in bytes")
+	cmd.Flags().IntVar(&producers, "producers", 64, "connections")
+	cmd.Flags().IntVar(&inflight, "inflight", 1, "requests outstanding per connection")
+	cmd.Flags().IntVar(&batch, "batch", 1, "messages per request (>1 uses SEND_BATCH_MESSAGE)")
+	cmd.Flags().IntVar(&queues, "queues", 8, "queues when the topic has to be created")
+	cmd.Flags().StringVar(&serialize, "serialize", "json", "header serialization: json or rocketmq")
+	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "how long to send")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object on the last line")
+	return cmd
+}
+
+// buildSend makes a SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request.
+func buildSend(topic string, queueID int, body []byte, batch int, ser remoting.SerializeType) *remoting.Command {
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	ext := map[string]string{
+		"a": "spool-bench", "b": topic, "c": "TBW102", "d": "4", "e": strconv.Itoa(queueID),
+		"f": "0", "g": now, "h": "0", "j": "0", "k": "false",
+	}
+	req := remoting.NewRequest(remoting.SendMessageV2, ext, body)
+	req.Serialize = ser
+	if batch > 1 {
+		req.Code = remoting.SendBatchMessage
+		ext["m"] = "true"
+		req.Body = encodeBatch(body, batch)
+		return req
+	}
+	ext["i"] = message.EncodeProperties(map[string]string{message.PropertyUniqClientMessageIDKeyIdx: message.NewUniqID()})
+	return req
+}
+
+// encodeBatch builds a SEND_BATCH_MESSAGE body of n copies of body, each
+// with its own UNIQ_KEY.
+func encodeBatch(body []byte, n int) []byte {
+	var out []byte
+	for i := 0; i < n; i++ {
+		props := message.EncodeProperties(map[string]string{message.PropertyUniqClientMessageIDKeyIdx: message.NewUniqID()})
+		total := 4 + 4 + 4 + 4 + 4 + len(body) + 2 + len(props)
+		out = binary.BigEndian.AppendUint32(out, uint32(total))
+		out = binary.BigEndian.AppendUint32(out, 0) // magic
+		out = binary.BigEndian.AppendUint32(out, 0) // body crc
+		out = binary.BigEndian.AppendUint32(out, 0) // flag
+		out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
+		out = append(out, body...)
+		out = binary.BigEndian.AppendUint16(out, uint16(len(props)))
+		out = append(out, props...)
+	}
+	return out
+}

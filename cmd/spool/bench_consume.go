@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+func benchConsumeCmd() *cobra.Command {
+	var (
+		namesrv, topic, group string
+		duration, idleExit    time.Duration
+		asJSON, fromLatest    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "consume",
+		Short: "long-polling pull from every queue of a topic",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if namesrv == "" {
+				namesrv = os.Getenv("NAMESRV_ADDR")
+			}
+			if namesrv == "" || topic == "" {
+				return errors.New("give -n NAMESRV_ADDR and --topic")
+			}
+			cli := transport.NewClient(transport.ClientConfig{DialTimeout: 5 * time.Second})
+			defer cli.Close()
+			r, found, err := lookupRoute(cli, splitNamesrv(namesrv), topic)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("topic %s has no route", topic)
+			}
+			qs := r.readQueues()
+			m := newMeter()
+			ctx, cancel := context.WithTimeout(context.Background(), duration)
+			defer cancel()
+			go m.progress(ctx, false)
+			var last atomic.Int64
+			last.Store(time.Now().UnixNano())
+			if idleExit > 0 {
+				go func() {
+					t := time.NewTicker(100 * time.Millisecond)
+					defer t.Stop()
+					for {
+						select {
+						case <-ctx.Done():
+							return
+						case <-t.C:
+							if m.ok.Load() > 0 && time.Since(time.Unix(0, last.Load())) > idleExit {
+								cancel()
+								return
+							}
+						}
+					}
+				}()
+			}
+			var wg sync.WaitGroup
+			for _, q := range qs {
+				wg.Add(1)
+				go func(q queueRef) {
+					defer wg.Done()
+					offset := int64(0)
+					if fromLatest {
+						resp, err := call(cli, q.addr, remoting.NewRequest(remoting.GetMaxOffset,
+							map[string]string{"topic": topic, "queueId": strconv.Itoa(q.queueID)}, nil))
+						if err != nil {
+							m.failure(err)
+							return
+						}
+						offset, _ = strconv.ParseInt(resp.Ext("offset"), 10, 64)
+					}
+					for ctx.Err() == nil {
+						next, err := pullOnce(ctx, cli, q, topic, group, offset, m, &last)
+						if err != nil {
+							if ctx.Err() == nil {
+								m.failure(err)
+								time.Sleep(100 * time.Millisecond)
+							}
+							continue
+						}
+						offset = next
+					}
+				}(q)
+			}
+			wg.Wait()
+			printSummary(m.summary(), asJSON)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&namesrv, "namesrv", "n", "", "name server address(es), ';'-separated (default $NAMESRV_ADDR)")
+	cmd.Flags().StringVar(&topic, "topic", "BenchmarkTest", "topic")
+	cmd.Flags().StringVar(&group, "group", "spool-bench-consumer", "consumer group")
+	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "how long to consume")
+	cmd.Flags().DurationVar(&idleExit, "idle-exit", 0, "stop once nothing arrived for this long after the first message (drain mode)")
+	cmd.Flags().BoolVar(&fromLatest, "from-latest", false, "start at each queue's max offset instead of 0")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object on the last line")
+	return cmd
+}
+
+// pullOnce makes one long-polling pull and records each message's
+// end-to-end latency (store time to receipt).
+func pullOnce(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, m *meter, last *atomic.Int64) (int64, error) {
+	ext := map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(q.queueID),
+		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": "32", "sysFlag": "6",
+		"commitOffset": "0", "suspendTimeoutMillis": "5000", "subscription": "*", "subVersion": "0",
+		"expressionType": "TAG",
+	}
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	resp, err := cli.Invoke(rctx, q.addr, remoting.NewRequest(remoting.PullMessage, ext, nil))
+	if err != nil {
+		return offset, err
+	}
+	next, perr := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
+	if perr != nil {
+		return offset, fmt.Errorf("pull answer %d without nextBeginOffset: %s", resp.Code, resp.Remark)
+	}
+	switch resp.Code {
+	case remoting.Success:
+	case remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved:
+		return next, nil
+	default:
+		return offset, fmt.Errorf("pull: code %d: %s", resp.Code, resp.Remark)
+	}
+	now := time.Now()
+	body := resp.Body
+	n, bytes := 0, 0
+	for len(body) > 0 {
+		h, err := message.ParseRecordHeader(body)
+		if err != nil {
+			return next, fmt.Errorf("pull body: %w", err)
+		}
+		m.hist.Record(now.Sub(time.UnixMilli(h.StoreTimestamp)))
+		n++
+		bytes += h.BodyLen
+		body = body[h.TotalSize:]
+	}
+	m.ok.Add(int64(n))
+	m.bytes.Add(int64(bytes))
+	last.Store(now.UnixNano())
+	return next, nil
+}

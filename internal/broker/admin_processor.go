@@ -1,0 +1,162 @@
+package broker
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// handleUpdateAndCreateTopic creates or updates a topic, persists it and
+// registers it with the name servers before answering, so the route exists
+// when the admin call returns.
+func (b *Broker) handleUpdateAndCreateTopic(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := newExtReader(req)
+	topic := r.str("topic", true)
+	read := r.i32("readQueueNums", true, 0)
+	write := r.i32("writeQueueNums", true, 0)
+	perm := r.i32("perm", true, 0)
+	filterType := r.str("topicFilterType", false)
+	sysFlag := r.i32("topicSysFlag", false, 0)
+	order := r.boolean("order", false)
+	attrs := r.str("attributes", false)
+	if r.err != nil {
+		return badHeader(req, r.err)
+	}
+	if rem := validateTopic(topic); rem != "" {
+		return response(req, remoting.InvalidParameter, rem)
+	}
+	if isSystemTopic(topic) {
+		return response(req, remoting.InvalidParameter, fmt.Sprintf("The topic[%s] is conflict with system topic.", topic))
+	}
+	cfg := b.config()
+	if topic == cfg.BrokerClusterName || topic == cfg.BrokerName {
+		return response(req, remoting.InvalidParameter, fmt.Sprintf("The topic[%s] is conflict with system reserved words.", topic))
+	}
+	if read < 0 || write < 0 || read > 65535 || write > 65535 {
+		return response(req, remoting.InvalidParameter, fmt.Sprintf(
+			"readQueueNums %d / writeQueueNums %d out of range [0, 65535]", read, write))
+	}
+	if perm&^(permRead|permWrite|permInherit|permPriority) != 0 {
+		return response(req, remoting.InvalidParameter, fmt.Sprintf("perm %d has unknown bits", perm))
+	}
+	tc := newTopicConfig(topic, int(read), int(write), int(perm))
+	switch filterType {
+	case "", filterSingleTag:
+	case filterMultiTag:
+		tc.TopicFilterType = filterMultiTag
+	default:
+		return response(req, remoting.InvalidParameter, fmt.Sprintf("topicFilterType %q is neither SINGLE_TAG nor MULTI_TAG", filterType))
+	}
+	tc.TopicSysFlag = int(sysFlag)
+	tc.Order = order
+	if attrs = strings.TrimSpace(attrs); attrs != "" {
+		a, err := parseTopicAttributes(attrs)
+		if err != nil {
+			return response(req, remoting.InvalidParameter, err.Error())
+		}
+		tc.Attributes = a
+	}
+	b.topics.Put(tc)
+	b.registrar.round()
+	return response(req, remoting.Success, "")
+}
+
+// parseTopicAttributes reads the attributes field: Java sends
+// "+key=value,+key2=value2"; a JSON object is accepted too.
+func parseTopicAttributes(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if strings.HasPrefix(s, "{") {
+		if err := json.Unmarshal([]byte(s), &out); err != nil {
+			return nil, fmt.Errorf("attributes %q: %w", s, err)
+		}
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		kv = strings.TrimPrefix(kv, "+")
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("attributes entry %q: want +key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// handleDeleteTopic removes a topic's config, consumer offsets and queues.
+func (b *Broker) handleDeleteTopic(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := newExtReader(req)
+	topic := r.str("topic", true)
+	if r.err != nil {
+		return badHeader(req, r.err)
+	}
+	if isSystemTopic(topic) {
+		return response(req, remoting.InvalidParameter, fmt.Sprintf("The topic[%s] is conflict with system topic.", topic))
+	}
+	b.topics.Delete(topic)
+	b.offsets.RemoveTopic(topic)
+	b.store.DeleteTopics([]string{topic})
+	b.registrar.round()
+	return response(req, remoting.Success, "")
+}
+
+// handleGetAllTopicConfig answers the topic table (topics.json's form).
+func (b *Broker) handleGetAllTopicConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	table, version := b.topics.Snapshot()
+	body, err := json.Marshal(&topicConfigFile{TopicConfigTable: table, DataVersion: version})
+	if err != nil {
+		return response(req, remoting.SystemError, err.Error())
+	}
+	resp := response(req, remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// handleUpdateAndCreateSubscriptionGroup stores the group config of the
+// body.
+func (b *Broker) handleUpdateAndCreateSubscriptionGroup(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	g := newSubscriptionGroupConfig("")
+	if err := json.Unmarshal(req.Body, g); err != nil {
+		return response(req, remoting.SystemError, fmt.Sprintf("%v: subscription group config: %v", ErrBadBody, err))
+	}
+	if rem := validateGroup(g.GroupName); rem != "" {
+		return response(req, remoting.InvalidParameter, rem)
+	}
+	b.groups.Put(g)
+	return response(req, remoting.Success, "")
+}
+
+// handleDeleteSubscriptionGroup removes a group config (and its offsets
+// when cleanOffset is set).
+func (b *Broker) handleDeleteSubscriptionGroup(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := newExtReader(req)
+	group := r.str("groupName", true)
+	clean := r.boolean("cleanOffset", false)
+	if r.err != nil {
+		return badHeader(req, r.err)
+	}
+	b.groups.Delete(group)
+	if clean {
+		b.offsets.RemoveGroup(group)
+	}
+	return response(req, remoting.Success, "")
+}
+
+// handleGetAllSubscriptionGroupConfig answers every group config in strict
+// JSON.
+func (b *Broker) handleGetAllSubscriptionGroupConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	doc := b.groups.document()
+	body, err := json.Marshal(&doc)
+	if err != nil {
+		return response(req, remoting.SystemError, err.Error())
+	}
+	resp := response(req, remoting.Success, "")
+	resp.Body = body
+	return resp
+}

@@ -1,0 +1,400 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// LocalNamesrv is an in-process name server the broker registers with
+// directly (standalone mode).
+type LocalNamesrv interface {
+	Handle(req *remoting.Command) *remoting.Command
+}
+
+// Options are the broker's collaborators.
+type Options struct {
+	// Store is the message store; nil opens one from StoreConfig. Either
+	// way the broker starts and shuts it down.
+	Store store.MessageStore
+	// StoreConfig is the store's configuration; its storePathRootDir also
+	// holds the broker's config/ directory.
+	StoreConfig store.Config
+	// LocalNamesrv, when set, is registered with in-process in addition to
+	// the name servers of namesrvAddr.
+	LocalNamesrv LocalNamesrv
+	Logger       *slog.Logger
+}
+
+const (
+	stateNew int32 = iota
+	stateRunning
+	stateStopping
+	stateStopped
+)
+
+// Broker is a RocketMQ-compatible broker: the remoting processors on top of
+// a MessageStore, the metadata managers, long polling and name-server
+// registration.
+type Broker struct {
+	cfg      atomic.Pointer[Config]
+	storeCfg store.Config
+	logger   *slog.Logger
+	store    store.MessageStore
+	server   *transport.Server
+
+	topics    *TopicConfigManager
+	groups    *SubscriptionGroupManager
+	offsets   *ConsumerOffsetManager
+	consumers *ConsumerManager
+	producers *ProducerManager
+	locks     *RebalanceLockManager
+	longPoll  *longPollService
+	registrar *registrar
+	schedule  *scheduleService
+	stats     *brokerStats
+
+	executors map[string]*transport.Executor
+	sendEx    *transport.Executor
+	pullEx    *transport.Executor
+
+	// Set at Start, read-only afterwards.
+	addr      string
+	vipAddr   string
+	storeHost message.Addr
+	listenIP  net.IP
+
+	delayLevels []time.Duration
+
+	cfgMu     sync.Mutex    // serializes live configuration updates
+	conns     sync.Map      // conn id -> *transport.Conn that sent requests
+	ready     chan struct{} // closed once addr and storeHost are set (or Start failed)
+	readyOnce sync.Once
+	state     atomic.Int32
+	stop      chan struct{}
+	bg        sync.WaitGroup
+	inflight  inflight
+}
+
+// New builds a broker: it loads the metadata files (topics, subscription
+// groups, consumer offsets) from storePathRootDir/config and opens the store
+// when opts.Store is nil. Nothing listens until Start.
+func New(cfg Config, opts Options) (*Broker, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("component", "broker")
+	if err := checkConfig(&cfg); err != nil {
+		return nil, err
+	}
+	if opts.StoreConfig.StorePathRootDir == "" {
+		def := store.DefaultConfig()
+		if opts.StoreConfig.MaxMessageSize == 0 {
+			opts.StoreConfig = def
+		} else {
+			opts.StoreConfig.StorePathRootDir = def.StorePathRootDir
+		}
+	}
+	levels, err := parseDelayLevels(opts.StoreConfig.MessageDelayLevel)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		storeCfg:    opts.StoreConfig,
+		logger:      logger,
+		consumers:   newConsumerManager(),
+		producers:   newProducerManager(),
+		locks:       newRebalanceLockManager(),
+		stats:       newBrokerStats(),
+		executors:   make(map[string]*transport.Executor),
+		delayLevels: levels,
+		stop:        make(chan struct{}),
+		ready:       make(chan struct{}),
+	}
+	b.cfg.Store(&cfg)
+	configDir := filepath.Join(opts.StoreConfig.StorePathRootDir, "config")
+	b.topics = newTopicConfigManager(&cfg, configDir, logger)
+	b.groups = newSubscriptionGroupManager(configDir, logger)
+	b.offsets = newConsumerOffsetManager(configDir, logger)
+	for _, load := range []func() error{b.topics.load, b.groups.load, b.offsets.load} {
+		if err := load(); err != nil {
+			return nil, err
+		}
+	}
+	b.consumers.onChange = b.notifyConsumerIdsChanged
+	b.registrar = newRegistrar(b, opts.LocalNamesrv)
+	b.topics.onChange = b.registrar.trigger
+	b.schedule = newScheduleService(b, filepath.Join(configDir, "delayOffset.json"))
+	if err := b.schedule.load(); err != nil {
+		return nil, err
+	}
+	b.store = opts.Store
+	if b.store == nil {
+		st, err := store.Open(opts.StoreConfig, vfs.Default, logger)
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		b.store = st
+	}
+	b.longPoll = newLongPollService(b)
+	b.server = transport.NewServer(transport.ServerConfig{
+		IdleTimeout: time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
+		Logger:      logger,
+	})
+	b.registerProcessors()
+	return b, nil
+}
+
+func checkConfig(c *Config) error {
+	switch {
+	case c.BrokerName == "":
+		return fmt.Errorf("%w: brokerName is empty", ErrConfig)
+	case c.BrokerClusterName == "":
+		return fmt.Errorf("%w: brokerClusterName is empty", ErrConfig)
+	case c.ListenPort < 0 || c.ListenPort > 65535:
+		return fmt.Errorf("%w: listenPort %d out of range", ErrConfig, c.ListenPort)
+	case c.BrokerID != 0:
+		return fmt.Errorf("%w: brokerId %d: only masters (brokerId=0) are built", ErrConfig, c.BrokerID)
+	}
+	if c.DefaultTopicQueueNums <= 0 {
+		c.DefaultTopicQueueNums = 8
+	}
+	return nil
+}
+
+// config returns the current configuration (replaced as a whole by live
+// updates; never modify it).
+func (b *Broker) config() *Config { return b.cfg.Load() }
+
+// Config returns a copy of the current configuration.
+func (b *Broker) Config() Config { return *b.cfg.Load() }
+
+// Addr is the advertised client address, ip:port (valid after Start).
+func (b *Broker) Addr() string { return b.addr }
+
+// VIPAddr is the address of the VIP listener, or "" when it is off.
+func (b *Broker) VIPAddr() string { return b.vipAddr }
+
+// Store returns the message store.
+func (b *Broker) Store() store.MessageStore { return b.store }
+
+// Start starts the store, listens on listenPort and its VIP port, starts the
+// background services and registers with the name servers.
+func (b *Broker) Start() error {
+	if !b.state.CompareAndSwap(stateNew, stateRunning) {
+		return ErrAlreadyStarted
+	}
+	cfg := b.config()
+	if err := b.store.Start(); err != nil {
+		return fmt.Errorf("start store: %w", err)
+	}
+	b.store.OnDispatch(b.onDispatch)
+	bind := cfg.BindAddress
+	if bind == "" {
+		bind = "0.0.0.0"
+	}
+	la, err := b.server.Listen(net.JoinHostPort(bind, strconv.Itoa(cfg.ListenPort)))
+	if err != nil {
+		b.store.Shutdown()
+		return fmt.Errorf("listen on %s:%d: %w", bind, cfg.ListenPort, err)
+	}
+	port := la.(*net.TCPAddr).Port
+	if cfg.VipChannelEnable {
+		vipPort := 0
+		if cfg.ListenPort > 2 {
+			vipPort = cfg.ListenPort - 2
+		}
+		va, err := b.server.Listen(net.JoinHostPort(bind, strconv.Itoa(vipPort)))
+		if err != nil {
+			b.markReady()
+			b.server.Close()
+			b.store.Shutdown()
+			return fmt.Errorf("listen on VIP port %s:%d: %w", bind, vipPort, err)
+		}
+		b.vipAddr = net.JoinHostPort(advertisedIP(cfg.BrokerIP1, bind), strconv.Itoa(va.(*net.TCPAddr).Port))
+	}
+	ip := advertisedIP(cfg.BrokerIP1, bind)
+	b.addr = net.JoinHostPort(ip, strconv.Itoa(port))
+	host, err := message.ParseAddr(b.addr)
+	if err != nil {
+		b.markReady()
+		b.server.Close()
+		b.store.Shutdown()
+		return fmt.Errorf("%w: advertised address %s: %w", ErrConfig, b.addr, err)
+	}
+	b.storeHost = host
+	b.markReady()
+
+	for _, f := range []*metadataFile{b.topics.file, b.groups.file, b.offsets.file, b.schedule.file} {
+		f.start()
+	}
+	b.background(func() { b.offsets.runFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
+	b.background(b.housekeeping)
+	b.background(func() { b.stats.run(b.stop) })
+	b.background(b.longPoll.run)
+	b.registrar.round()
+	b.background(b.registrar.run)
+	b.schedule.start()
+	b.logger.Info("broker started", "addr", b.addr, "vip", b.vipAddr, "name", cfg.BrokerName,
+		"cluster", cfg.BrokerClusterName, "namesrv", cfg.NamesrvAddr)
+	return nil
+}
+
+func (b *Broker) markReady() { b.readyOnce.Do(func() { close(b.ready) }) }
+
+func (b *Broker) background(fn func()) {
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		fn()
+	}()
+}
+
+// onDispatch is the store's dispatch callback: it wakes held pulls and the
+// schedule service. It never blocks.
+func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
+	if topic == topicSchedule {
+		b.schedule.onDispatch(queueID)
+	}
+	b.longPoll.onDispatch(topic, queueID, maxOffset)
+}
+
+// housekeeping expires silent clients.
+func (b *Broker) housekeeping() {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case now := <-t.C:
+			cfg := b.config()
+			expiry := millis(cfg.ChannelExpiredTimeout)
+			b.consumers.ScanExpired(now, expiry, cfg.NotifyConsumerIdsChangedEnable)
+			b.producers.ScanExpired(now, expiry)
+		}
+	}
+}
+
+// Shutdown stops the broker: sends are refused, held pulls are answered at
+// once, in-flight requests finish (until ctx ends), the listeners close, the
+// broker unregisters from its name servers, the metadata files are written
+// and the store is shut down.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	if b.state.CompareAndSwap(stateNew, stateStopped) {
+		return b.store.Shutdown()
+	}
+	if !b.state.CompareAndSwap(stateRunning, stateStopping) {
+		return ErrShutdown
+	}
+	var errs []error
+	b.schedule.stop()
+	b.longPoll.shutdown()
+	if err := b.inflight.wait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("waiting for in-flight requests: %w", err))
+	}
+	b.drainConns(ctx)
+	if err := b.server.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close listeners: %w", err))
+	}
+	close(b.stop)
+	b.bg.Wait()
+	// An unreachable name server must not fail the shutdown: it drops the
+	// broker after its 120 s expiry anyway.
+	if err := b.registrar.unregisterAll(ctx); err != nil {
+		b.logger.Warn("unregister broker", "err", err)
+	}
+	b.registrar.close()
+	for _, f := range []*metadataFile{b.topics.file, b.groups.file, b.offsets.file, b.schedule.file} {
+		if err := f.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := b.store.Shutdown(); err != nil {
+		errs = append(errs, fmt.Errorf("store shutdown: %w", err))
+	}
+	b.state.Store(stateStopped)
+	return errors.Join(errs...)
+}
+
+func (b *Broker) stopping() bool { return b.state.Load() != stateRunning }
+
+// advertisedIP picks the address clients are told: brokerIP1, else
+// 127.0.0.1 when bound to loopback, else the first non-loopback IPv4.
+func advertisedIP(brokerIP1, bind string) string {
+	if brokerIP1 != "" {
+		return brokerIP1
+	}
+	if ip := net.ParseIP(bind); ip != nil && ip.IsLoopback() {
+		return "127.0.0.1"
+	}
+	if ip := net.ParseIP(bind); ip != nil && !ip.IsUnspecified() {
+		return ip.String()
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil && !n.IP.IsLinkLocalUnicast() {
+				return n.IP.To4().String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// inflight counts requests that have been accepted but not yet answered,
+// so Shutdown can let them finish.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0 while someone waits
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	f.n--
+	if f.n == 0 && f.zero != nil {
+		close(f.zero)
+		f.zero = nil
+	}
+	f.mu.Unlock()
+}
+
+func (f *inflight) wait(ctx context.Context) error {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return nil
+	}
+	if f.zero == nil {
+		f.zero = make(chan struct{})
+	}
+	ch := f.zero
+	f.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

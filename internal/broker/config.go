@@ -1,0 +1,160 @@
+package broker
+
+import (
+	"os"
+	"runtime"
+	"time"
+)
+
+// Config is the broker's part of RocketMQ's BrokerConfig (plus the
+// NettyServerConfig keys the broker reads), with RocketMQ 5.3.3 defaults.
+// Keys tagged live:"true" may be changed at run time by
+// UPDATE_BROKER_CONFIG; every other key needs a restart.
+type Config struct {
+	BrokerClusterName string `prop:"brokerClusterName"`
+	BrokerName        string `prop:"brokerName"`
+	BrokerID          int64  `prop:"brokerId"`
+	// BrokerIP1 is the advertised address; empty = the first non-loopback
+	// IPv4 address, or 127.0.0.1 when bindAddress is a loopback address.
+	BrokerIP1 string `prop:"brokerIP1"`
+	BrokerIP2 string `prop:"brokerIP2"`
+	// ListenPort is the client port; the VIP port is ListenPort-2.
+	ListenPort int `prop:"listenPort"`
+	// BindAddress is the local address both ports listen on.
+	BindAddress string `prop:"bindAddress"`
+	// NamesrvAddr lists name servers separated by ';'.
+	NamesrvAddr string `prop:"namesrvAddr"`
+	// VipChannelEnable (a Spool key) turns the listenPort-2 listener on or
+	// off.
+	VipChannelEnable bool `prop:"vipChannelEnable"`
+
+	BrokerPermission            int    `prop:"brokerPermission" live:"true"`
+	AutoCreateTopicEnable       bool   `prop:"autoCreateTopicEnable" live:"true"`
+	DefaultTopicQueueNums       int    `prop:"defaultTopicQueueNums" live:"true"`
+	ClusterTopicEnable          bool   `prop:"clusterTopicEnable"`
+	BrokerTopicEnable           bool   `prop:"brokerTopicEnable"`
+	TraceTopicEnable            bool   `prop:"traceTopicEnable"`
+	MsgTraceTopicName           string `prop:"msgTraceTopicName"`
+	AutoCreateSubscriptionGroup bool   `prop:"autoCreateSubscriptionGroup" live:"true"`
+
+	SendMessageThreadPoolNums     int `prop:"sendMessageThreadPoolNums"`
+	PullMessageThreadPoolNums     int `prop:"pullMessageThreadPoolNums"`
+	LitePullMessageThreadPoolNums int `prop:"litePullMessageThreadPoolNums"`
+	QueryMessageThreadPoolNums    int `prop:"queryMessageThreadPoolNums"`
+	AdminBrokerThreadPoolNums     int `prop:"adminBrokerThreadPoolNums"`
+	ClientManageThreadPoolNums    int `prop:"clientManageThreadPoolNums"`
+	ConsumerManageThreadPoolNums  int `prop:"consumerManageThreadPoolNums"`
+	HeartbeatThreadPoolNums       int `prop:"heartbeatThreadPoolNums"`
+	EndTransactionThreadPoolNums  int `prop:"endTransactionThreadPoolNums"`
+
+	SendThreadPoolQueueCapacity            int `prop:"sendThreadPoolQueueCapacity"`
+	PullThreadPoolQueueCapacity            int `prop:"pullThreadPoolQueueCapacity"`
+	LitePullThreadPoolQueueCapacity        int `prop:"litePullThreadPoolQueueCapacity"`
+	QueryThreadPoolQueueCapacity           int `prop:"queryThreadPoolQueueCapacity"`
+	ClientManagerThreadPoolQueueCapacity   int `prop:"clientManagerThreadPoolQueueCapacity"`
+	ConsumerManagerThreadPoolQueueCapacity int `prop:"consumerManagerThreadPoolQueueCapacity"`
+	HeartbeatThreadPoolQueueCapacity       int `prop:"heartbeatThreadPoolQueueCapacity"`
+	AdminBrokerThreadPoolQueueCapacity     int `prop:"adminBrokerThreadPoolQueueCapacity"`
+	EndTransactionPoolQueueCapacity        int `prop:"endTransactionPoolQueueCapacity"`
+
+	WaitTimeMillsInSendQueue        int64 `prop:"waitTimeMillsInSendQueue"`
+	WaitTimeMillsInPullQueue        int64 `prop:"waitTimeMillsInPullQueue"`
+	WaitTimeMillsInLitePullQueue    int64 `prop:"waitTimeMillsInLitePullQueue"`
+	WaitTimeMillsInHeartbeatQueue   int64 `prop:"waitTimeMillsInHeartbeatQueue"`
+	WaitTimeMillsInTransactionQueue int64 `prop:"waitTimeMillsInTransactionQueue"`
+
+	// ServerChannelMaxIdleTimeSeconds closes connections idle this long.
+	ServerChannelMaxIdleTimeSeconds int `prop:"serverChannelMaxIdleTimeSeconds"`
+
+	RegisterNameServerPeriod   int64 `prop:"registerNameServerPeriod" live:"true"`
+	RegisterBrokerTimeoutMills int64 `prop:"registerBrokerTimeoutMills" live:"true"`
+
+	LongPollingEnable              bool  `prop:"longPollingEnable" live:"true"`
+	ShortPollingTimeMills          int64 `prop:"shortPollingTimeMills" live:"true"`
+	NotifyConsumerIdsChangedEnable bool  `prop:"notifyConsumerIdsChangedEnable" live:"true"`
+	ChannelExpiredTimeout          int64 `prop:"channelExpiredTimeout"`
+	FlushConsumerOffsetInterval    int64 `prop:"flushConsumerOffsetInterval" live:"true"`
+
+	RejectTransactionMessage bool   `prop:"rejectTransactionMessage" live:"true"`
+	TraceOn                  bool   `prop:"traceOn" live:"true"`
+	RegionID                 string `prop:"regionId" live:"true"`
+	EnablePropertyFilter     bool   `prop:"enablePropertyFilter"`
+	FilterSupportRetry       bool   `prop:"filterSupportRetry"`
+
+	TransactionTimeOut       int64 `prop:"transactionTimeOut" live:"true"`
+	TransactionCheckMax      int   `prop:"transactionCheckMax" live:"true"`
+	TransactionCheckInterval int64 `prop:"transactionCheckInterval" live:"true"`
+}
+
+// DefaultConfig returns RocketMQ 5.3.3's BrokerConfig defaults (with
+// NAMESRV_ADDR from the environment, as RocketMQ reads it).
+func DefaultConfig() Config {
+	cpus := runtime.NumCPU()
+	send := min(cpus, 4)
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "DEFAULT_BROKER"
+	}
+	return Config{
+		BrokerClusterName: "DefaultCluster",
+		BrokerName:        name,
+		ListenPort:        10911,
+		BindAddress:       "0.0.0.0",
+		NamesrvAddr:       os.Getenv("NAMESRV_ADDR"),
+		VipChannelEnable:  true,
+
+		BrokerPermission:            permRead | permWrite,
+		AutoCreateTopicEnable:       true,
+		DefaultTopicQueueNums:       8,
+		ClusterTopicEnable:          true,
+		BrokerTopicEnable:           true,
+		MsgTraceTopicName:           "RMQ_SYS_TRACE_TOPIC",
+		AutoCreateSubscriptionGroup: true,
+
+		SendMessageThreadPoolNums:     send,
+		PullMessageThreadPoolNums:     16 + cpus*2,
+		LitePullMessageThreadPoolNums: 16 + cpus*2,
+		QueryMessageThreadPoolNums:    8 + cpus,
+		AdminBrokerThreadPoolNums:     16,
+		ClientManageThreadPoolNums:    32,
+		ConsumerManageThreadPoolNums:  32,
+		HeartbeatThreadPoolNums:       min(32, cpus),
+		EndTransactionThreadPoolNums:  max(8+cpus*2, send*4),
+
+		SendThreadPoolQueueCapacity:            10000,
+		PullThreadPoolQueueCapacity:            100000,
+		LitePullThreadPoolQueueCapacity:        100000,
+		QueryThreadPoolQueueCapacity:           20000,
+		ClientManagerThreadPoolQueueCapacity:   1000000,
+		ConsumerManagerThreadPoolQueueCapacity: 1000000,
+		HeartbeatThreadPoolQueueCapacity:       50000,
+		AdminBrokerThreadPoolQueueCapacity:     10000,
+		EndTransactionPoolQueueCapacity:        100000,
+
+		WaitTimeMillsInSendQueue:        200,
+		WaitTimeMillsInPullQueue:        5000,
+		WaitTimeMillsInLitePullQueue:    5000,
+		WaitTimeMillsInHeartbeatQueue:   31000,
+		WaitTimeMillsInTransactionQueue: 3000,
+
+		ServerChannelMaxIdleTimeSeconds: 120,
+
+		RegisterNameServerPeriod:   30000,
+		RegisterBrokerTimeoutMills: 24000,
+
+		LongPollingEnable:              true,
+		ShortPollingTimeMills:          1000,
+		NotifyConsumerIdsChangedEnable: true,
+		ChannelExpiredTimeout:          120000,
+		FlushConsumerOffsetInterval:    5000,
+
+		TraceOn:  true,
+		RegionID: "DefaultRegion",
+
+		TransactionTimeOut:       6000,
+		TransactionCheckMax:      15,
+		TransactionCheckInterval: 30000,
+	}
+}
+
+func millis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

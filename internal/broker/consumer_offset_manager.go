@@ -1,0 +1,171 @@
+package broker
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// consumerOffsetFile is the JSON document of config/consumerOffset.json:
+// "topic@group" -> queue id (as a string key) -> next offset to consume.
+type consumerOffsetFile struct {
+	OffsetTable map[string]map[string]int64 `json:"offsetTable"`
+	DataVersion DataVersion                 `json:"dataVersion"`
+}
+
+// ConsumerOffsetManager keeps committed consumer offsets. Commits only
+// touch memory; a background flusher persists the table every
+// flushConsumerOffsetInterval when it changed, and at shutdown.
+type ConsumerOffsetManager struct {
+	mu      sync.Mutex
+	table   map[string]map[int32]int64 // "topic@group" -> queueId -> offset
+	version *versionStamp
+	dirty   atomic.Bool
+	file    *metadataFile
+}
+
+func newConsumerOffsetManager(configDir string, logger *slog.Logger) *ConsumerOffsetManager {
+	m := &ConsumerOffsetManager{table: make(map[string]map[int32]int64), version: newVersionStamp()}
+	m.file = newMetadataFile(filepath.Join(configDir, "consumerOffset.json"), m.encode, logger)
+	return m
+}
+
+func offsetKey(topic, group string) string { return topic + "@" + group }
+
+func (m *ConsumerOffsetManager) load() error {
+	b, err := m.file.load()
+	if err != nil || b == nil {
+		return err
+	}
+	var doc consumerOffsetFile
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, queues := range doc.OffsetTable {
+		t := make(map[int32]int64, len(queues))
+		for q, off := range queues {
+			id, err := strconv.ParseInt(q, 10, 32)
+			if err != nil {
+				return fmt.Errorf("%w: %s: queue id %q in %q: %w", ErrMetadata, m.file.path, q, key, err)
+			}
+			t[int32(id)] = off
+		}
+		m.table[key] = t
+	}
+	m.version.set(doc.DataVersion)
+	return nil
+}
+
+func (m *ConsumerOffsetManager) encode() ([]byte, error) {
+	m.mu.Lock()
+	doc := consumerOffsetFile{OffsetTable: make(map[string]map[string]int64, len(m.table)), DataVersion: m.version.get()}
+	for key, queues := range m.table {
+		t := make(map[string]int64, len(queues))
+		for q, off := range queues {
+			t[strconv.Itoa(int(q))] = off
+		}
+		doc.OffsetTable[key] = t
+	}
+	m.mu.Unlock()
+	return json.MarshalIndent(&doc, "", "\t")
+}
+
+// runFlusher persists the table every interval while it is dirty, until
+// stop is closed.
+func (m *ConsumerOffsetManager) runFlusher(interval time.Duration, stop <-chan struct{}) {
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if m.dirty.Swap(false) {
+				m.file.markDirty()
+			}
+		}
+	}
+}
+
+// Commit records offset as group's next offset for topic/queueID.
+func (m *ConsumerOffsetManager) Commit(group, topic string, queueID int32, offset int64) {
+	key := offsetKey(topic, group)
+	m.mu.Lock()
+	t := m.table[key]
+	if t == nil {
+		t = make(map[int32]int64)
+		m.table[key] = t
+	}
+	if old, ok := t[queueID]; !ok || old != offset {
+		t[queueID] = offset
+		m.version.next()
+		m.dirty.Store(true)
+	}
+	m.mu.Unlock()
+}
+
+// Query returns the committed offset, or -1.
+func (m *ConsumerOffsetManager) Query(group, topic string, queueID int32) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.table[offsetKey(topic, group)]; t != nil {
+		if off, ok := t[queueID]; ok {
+			return off
+		}
+	}
+	return -1
+}
+
+// QueryAll returns a copy of the group's offsets for topic.
+func (m *ConsumerOffsetManager) QueryAll(group, topic string) map[int32]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int32]int64)
+	for q, off := range m.table[offsetKey(topic, group)] {
+		out[q] = off
+	}
+	return out
+}
+
+// RemoveTopic drops every group's offsets of topic.
+func (m *ConsumerOffsetManager) RemoveTopic(topic string) {
+	m.removeIf(func(t, _ string) bool { return t == topic })
+}
+
+// RemoveGroup drops every offset of group.
+func (m *ConsumerOffsetManager) RemoveGroup(group string) {
+	m.removeIf(func(_, g string) bool { return g == group })
+}
+
+func (m *ConsumerOffsetManager) removeIf(match func(topic, group string) bool) {
+	m.mu.Lock()
+	removed := false
+	for key := range m.table {
+		i := strings.LastIndexByte(key, '@')
+		if i < 0 {
+			continue
+		}
+		if match(key[:i], key[i+1:]) {
+			delete(m.table, key)
+			removed = true
+		}
+	}
+	if removed {
+		m.version.next()
+	}
+	m.mu.Unlock()
+	if removed {
+		m.file.markDirty()
+	}
+}

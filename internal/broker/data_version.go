@@ -1,0 +1,48 @@
+package broker
+
+import (
+	"sync"
+	"time"
+)
+
+// DataVersion is RocketMQ's metadata version stamp: it changes whenever a
+// table changes, and name servers compare it to skip unchanged
+// registrations.
+type DataVersion struct {
+	Timestamp    int64 `json:"timestamp"`
+	Counter      int64 `json:"counter"`
+	StateVersion int64 `json:"stateVersion"`
+}
+
+// versionStamp is a DataVersion guarded for concurrent use.
+type versionStamp struct {
+	mu sync.Mutex
+	v  DataVersion
+}
+
+func newVersionStamp() *versionStamp {
+	return &versionStamp{v: DataVersion{Timestamp: time.Now().UnixMilli()}}
+}
+
+func (s *versionStamp) next() {
+	s.mu.Lock()
+	s.v.Counter++
+	// Go's admin reads the counter as int32.
+	if s.v.Counter > 1<<31-1 {
+		s.v.Counter = 1
+	}
+	s.v.Timestamp = time.Now().UnixMilli()
+	s.mu.Unlock()
+}
+
+func (s *versionStamp) get() DataVersion {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.v
+}
+
+func (s *versionStamp) set(v DataVersion) {
+	s.mu.Lock()
+	s.v = v
+	s.mu.Unlock()
+}

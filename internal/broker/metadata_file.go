@@ -1,0 +1,137 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// metadataFile writes one small JSON file (topics.json, subscriptionGroup.json,
+// consumerOffset.json, delayOffset.json) off the hot path: a change marks it
+// dirty, and a background goroutine takes a snapshot and replaces the file
+// atomically (temp file, fsync, rename, fsync of the directory). Flush
+// writes synchronously and is used at shutdown.
+type metadataFile struct {
+	path     string
+	snapshot func() ([]byte, error)
+	logger   *slog.Logger
+
+	dirty chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+
+	writeMu sync.Mutex // serializes writers of the file
+}
+
+func newMetadataFile(path string, snapshot func() ([]byte, error), logger *slog.Logger) *metadataFile {
+	return &metadataFile{
+		path:     path,
+		snapshot: snapshot,
+		logger:   logger,
+		dirty:    make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+}
+
+// load returns the file's content, or nil when it does not exist.
+func (f *metadataFile) load() ([]byte, error) {
+	b, err := os.ReadFile(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %w", ErrMetadata, f.path, err)
+	}
+	return b, nil
+}
+
+// markDirty asks the background writer to persist a new snapshot.
+func (f *metadataFile) markDirty() {
+	select {
+	case f.dirty <- struct{}{}:
+	default:
+	}
+}
+
+func (f *metadataFile) start() { go f.run() }
+
+func (f *metadataFile) run() {
+	defer close(f.done)
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-f.dirty:
+			if err := f.flush(); err != nil {
+				f.logger.Error("persist metadata", "file", f.path, "err", err)
+			}
+		}
+	}
+}
+
+// close stops the background writer and writes a final snapshot.
+func (f *metadataFile) close() error {
+	select {
+	case <-f.stop:
+	default:
+		close(f.stop)
+	}
+	<-f.done
+	return f.flush()
+}
+
+// flush writes the current snapshot now.
+func (f *metadataFile) flush() error {
+	f.writeMu.Lock()
+	defer f.writeMu.Unlock()
+	data, err := f.snapshot()
+	if err != nil {
+		return fmt.Errorf("%w: encode %s: %w", ErrMetadata, f.path, err)
+	}
+	if err := writeFileAtomic(f.path, data); err != nil {
+		return fmt.Errorf("%w: %w", ErrMetadata, err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data: temp file, fsync, rename, fsync
+// of the directory.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	fh, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fh.Write(data); err != nil {
+		fh.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := fh.Sync(); err != nil {
+		fh.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}

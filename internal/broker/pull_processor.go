@@ -1,0 +1,209 @@
+package broker
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// Pull sysFlag bits (RocketMQ PullSysFlag).
+const (
+	pullFlagCommitOffset = 1 << 0
+	pullFlagSuspend      = 1 << 1
+	pullFlagSubscription = 1 << 2
+	pullFlagClassFilter  = 1 << 3
+	pullFlagLitePull     = 1 << 4
+)
+
+// masterID is the broker id of a master; pulls are always told to come back
+// to it (no slaves are built).
+const masterID = 0
+
+// pullHeader is a decoded PULL_MESSAGE / LITE_PULL_MESSAGE header.
+type pullHeader struct {
+	consumerGroup        string
+	topic                string
+	queueID              int32
+	queueOffset          int64
+	maxMsgNums           int32
+	sysFlag              int32
+	commitOffset         int64
+	suspendTimeoutMillis int64
+	subscription         string
+	subVersion           int64
+	expressionType       string
+	maxMsgBytes          int32
+}
+
+func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
+	r := newExtReader(req)
+	h := &pullHeader{
+		consumerGroup:        r.str("consumerGroup", true),
+		topic:                r.str("topic", true),
+		queueID:              r.i32("queueId", true, 0),
+		queueOffset:          r.i64("queueOffset", true, 0),
+		maxMsgNums:           r.i32("maxMsgNums", true, 0),
+		sysFlag:              r.i32("sysFlag", true, 0),
+		commitOffset:         r.i64("commitOffset", true, 0),
+		suspendTimeoutMillis: r.i64("suspendTimeoutMillis", true, 0),
+		subscription:         r.str("subscription", false),
+		subVersion:           r.i64("subVersion", true, 0),
+		expressionType:       r.str("expressionType", false),
+		maxMsgBytes:          r.i32("maxMsgBytes", false, math.MaxInt32),
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if h.expressionType == "" {
+		h.expressionType = exprTag
+	}
+	return h, nil
+}
+
+// handlePull serves PULL_MESSAGE and LITE_PULL_MESSAGE. A pull that finds
+// nothing and carries the suspend flag is held by the long-poll service and
+// answered later; no worker waits for it.
+func (b *Broker) handlePull(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	h, err := parsePullHeader(req)
+	if err != nil {
+		return badHeader(req, err)
+	}
+	return b.processPull(c, req, h, true)
+}
+
+// processPull runs one pull. firstRun is false when a held pull is run
+// again: it may then neither suspend nor commit the offset. It returns nil
+// only when it held the request.
+func (b *Broker) processPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) *remoting.Command {
+	cfg := b.config()
+	if !isReadable(cfg.BrokerPermission) {
+		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", b.addr))
+	}
+	sg := b.groups.FindOrCreate(h.consumerGroup, cfg.AutoCreateSubscriptionGroup)
+	if sg == nil {
+		return response(req, remoting.SubscriptionGroupNotExist,
+			fmt.Sprintf("subscription group [%s] does not exist, %s", h.consumerGroup, faqURL))
+	}
+	if !sg.ConsumeEnable {
+		return response(req, remoting.NoPermission, "subscription group no permission, "+h.consumerGroup)
+	}
+	tc := b.topics.Find(h.topic)
+	if tc == nil {
+		return response(req, remoting.TopicNotExist,
+			fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL))
+	}
+	if !isReadable(tc.Perm) {
+		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic))
+	}
+	if h.queueID < 0 || int(h.queueID) >= tc.ReadQueueNums {
+		return response(req, remoting.InvalidParameter, fmt.Sprintf(
+			"queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			h.queueID, h.topic, tc.ReadQueueNums, remoteString(c)))
+	}
+
+	var filter store.MessageFilter
+	if h.sysFlag&pullFlagSubscription != 0 {
+		if !strings.EqualFold(h.expressionType, exprTag) && !cfg.EnablePropertyFilter {
+			return response(req, remoting.SystemError,
+				"The broker does not support consumer to filter message by "+h.expressionType+" (enablePropertyFilter=false)")
+		}
+		f, err := compileFilter(h.expressionType, h.subscription)
+		if err != nil {
+			return response(req, remoting.SubscriptionParseFailed, fmt.Sprintf(
+				"parse the consumer's subscription[%s] failed, group: %s: %v", h.subscription, h.consumerGroup, err))
+		}
+		filter = f
+	} else {
+		gv, found := b.consumers.FindSubscription(h.consumerGroup, h.topic)
+		if !found {
+			return response(req, remoting.SubscriptionNotExist, fmt.Sprintf(
+				"the consumer's group info not exist, group: %s (the consumer has not sent a heartbeat to this broker yet) %s",
+				h.consumerGroup, faqURL))
+		}
+		if !sg.ConsumeBroadcastEnable && gv.messageModel == modelBroadcasting {
+			return response(req, remoting.NoPermission, fmt.Sprintf(
+				"the consumer group[%s] can not consume by broadcast way", h.consumerGroup))
+		}
+		if gv.sub == nil {
+			return response(req, remoting.SubscriptionNotExist, fmt.Sprintf(
+				"the consumer's subscription not exist, group: %s topic: %s %s", h.consumerGroup, h.topic, faqURL))
+		}
+		if gv.sub.data.SubVersion < h.subVersion {
+			return response(req, remoting.SubscriptionNotLatest, fmt.Sprintf(
+				"the consumer's subscription not latest, group: %s topic: %s", h.consumerGroup, h.topic))
+		}
+		if !strings.EqualFold(gv.sub.data.ExpressionType, exprTag) && !cfg.EnablePropertyFilter {
+			return response(req, remoting.SystemError,
+				"The broker does not support consumer to filter message by "+gv.sub.data.ExpressionType+" (enablePropertyFilter=false)")
+		}
+		if gv.sub.compileErr != nil {
+			return response(req, remoting.SubscriptionParseFailed, fmt.Sprintf(
+				"parse the consumer's subscription[%s] failed, group: %s: %v", gv.sub.data.SubString, h.consumerGroup, gv.sub.compileErr))
+		}
+		filter = gv.sub.filter
+	}
+
+	maxNums := h.maxMsgNums
+	if maxNums <= 0 {
+		maxNums = 1
+	}
+	res := b.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, h.maxMsgBytes, filter)
+	if res == nil {
+		return response(req, remoting.SystemError, "store getMessage result is null")
+	}
+	resp := response(req, remoting.SystemError, res.Status.String())
+	resp.SetExt("suggestWhichBrokerId", strconv.Itoa(masterID))
+	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
+	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
+	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
+	switch res.Status {
+	case store.Found:
+		resp.Code = remoting.Success
+		body := make([]byte, 0, res.BufferTotalSize)
+		for _, buf := range res.Buffers {
+			body = append(body, buf...)
+		}
+		resp.Body = body
+		b.stats.countGet(h.topic, len(res.Buffers), len(body))
+	case store.MessageWasRemoving, store.NoMatchedMessage:
+		resp.Code = remoting.PullRetryImmediately
+	case store.NoMatchedLogicQueue, store.NoMessageInQueue:
+		if h.queueOffset != 0 {
+			resp.Code = remoting.PullOffsetMoved
+		} else {
+			resp.Code = remoting.PullNotFound
+		}
+	case store.OffsetFoundNull, store.OffsetOverflowOne:
+		resp.Code = remoting.PullNotFound
+	case store.OffsetOverflowBadly, store.OffsetTooSmall:
+		resp.Code = remoting.PullOffsetMoved
+	}
+	res.Release()
+
+	if resp.Code == remoting.PullNotFound && firstRun && h.sysFlag&pullFlagSuspend != 0 && !b.stopping() {
+		timeout := h.suspendTimeoutMillis
+		if !cfg.LongPollingEnable {
+			timeout = cfg.ShortPollingTimeMills
+		}
+		if timeout > 0 {
+			b.longPoll.suspend(&heldPull{c: c, req: req, h: h}, millis(timeout))
+			b.commitPullOffset(h, firstRun)
+			return nil
+		}
+	}
+	b.commitPullOffset(h, firstRun)
+	return resp
+}
+
+// commitPullOffset stores the pull's commitOffset as the group's offset on
+// the request's first execution when the commit flag is set.
+func (b *Broker) commitPullOffset(h *pullHeader, firstRun bool) {
+	if firstRun && h.sysFlag&pullFlagCommitOffset != 0 {
+		b.offsets.Commit(h.consumerGroup, h.topic, h.queueID, h.commitOffset)
+	}
+}

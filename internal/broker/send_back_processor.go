@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// handleConsumerSendMsgBack re-stores a message a consumer failed to
+// consume: into %RETRY%<group> with a delay level (3 + reconsumeTimes when
+// the client leaves it to the broker), or into %DLQ%<group> once the
+// reconsume limit is reached or when the client asks (delayLevel < 0).
+func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := newExtReader(req)
+	offset := r.i64("offset", true, 0)
+	group := r.str("group", true)
+	delayLevel := r.i32("delayLevel", true, 0)
+	originMsgID := r.str("originMsgId", false)
+	hasMax := r.has("maxReconsumeTimes")
+	maxHeader := r.i32("maxReconsumeTimes", false, 0)
+	if r.err != nil {
+		return badHeader(req, r.err)
+	}
+	cfg := b.config()
+	if b.stopping() {
+		return response(req, remoting.ServiceNotAvailable, "the broker is shutting down")
+	}
+	sg := b.groups.FindOrCreate(group, cfg.AutoCreateSubscriptionGroup)
+	if sg == nil {
+		return response(req, remoting.SubscriptionGroupNotExist,
+			fmt.Sprintf("subscription group not exist, %s %s", group, faqURL))
+	}
+	if !isWriteable(cfg.BrokerPermission) {
+		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.addr))
+	}
+	if sg.RetryQueueNums <= 0 {
+		return response(req, remoting.Success, "")
+	}
+	newTopic := retryTopic(group)
+	tc, _ := b.topics.CreateInSendBack(newTopic, sg.RetryQueueNums, permRead|permWrite, 0)
+	if tc == nil {
+		return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic))
+	}
+	if !isWriteable(tc.Perm) {
+		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", newTopic))
+	}
+	rec, err := b.store.LookMessageByOffset(offset)
+	if err != nil {
+		return response(req, remoting.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", offset, err))
+	}
+	ext, err := message.DecodeRecord(rec)
+	if err != nil {
+		return response(req, remoting.SystemError, fmt.Sprintf("decode message at offset %d: %v", offset, err))
+	}
+	m := ext.ToInner()
+	props := m.Properties
+	if props[message.PropertyRetryTopic] == "" {
+		props[message.PropertyRetryTopic] = ext.Topic
+	}
+	props[message.PropertyWaitStoreMsgOK] = "false"
+	maxTimes := int32(sg.RetryMaxTimes)
+	if req.Version >= versionV3_4_9 && hasMax {
+		maxTimes = maxHeader
+	}
+	queueID := rand.Int32N(int32(max(tc.WriteQueueNums, 1)))
+	if ext.ReconsumeTimes >= maxTimes || delayLevel < 0 {
+		newTopic = dlqTopic(group)
+		queueID = 0
+		dlq, _ := b.topics.CreateInSendBack(newTopic, 1, permRead|permWrite, 0)
+		if dlq == nil {
+			return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic))
+		}
+		delete(props, message.PropertyDelayTimeLevel)
+	} else {
+		if delayLevel == 0 {
+			delayLevel = 3 + ext.ReconsumeTimes
+		}
+		props[message.PropertyDelayTimeLevel] = strconv.Itoa(int(delayLevel))
+	}
+	if props[message.PropertyOriginMessageID] == "" {
+		if originMsgID == "" {
+			originMsgID = ext.MsgID()
+		}
+		props[message.PropertyOriginMessageID] = originMsgID
+	}
+	m.Topic = newTopic
+	m.QueueID = queueID
+	m.StoreHost = b.storeHost
+	m.ReconsumeTimes = ext.ReconsumeTimes + 1
+	m.PreparedTransactionOffset = 0
+	m.TagsCode = message.TagsHashCode(props[message.PropertyTags])
+	b.applyDelay(m)
+	m.PropertiesString = message.EncodeProperties(props)
+	if len(m.PropertiesString) > message.MaxPropertiesLen {
+		return response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"the retried message's properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen))
+	}
+	b.store.PutMessage(m, func(r store.PutResult) {
+		b.stats.countPut(m.Topic, r)
+		if r.Status == store.PutOK {
+			b.replyLater(c, req, response(req, remoting.Success, ""))
+			return
+		}
+		_, remark := putStatusCode(r)
+		if remark == "" {
+			remark = fmt.Sprintf("put status %d", r.Status)
+		}
+		b.replyLater(c, req, response(req, remoting.SystemError, remark))
+	})
+	return nil
+}

@@ -1,0 +1,344 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// versionV3_4_9 is the request version from which the header's
+// maxReconsumeTimes is honoured.
+const versionV3_4_9 = 121
+
+// sendTarget is the outcome of the checks shared by single and batch sends.
+type sendTarget struct {
+	h       *sendHeader
+	tc      *TopicConfig
+	queueID int32
+}
+
+// handleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
+// It answers validation failures at once; a message that reaches the store
+// is answered from the store's completion, so no worker waits for a flush.
+func (b *Broker) handleSend(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	h, err := parseSendHeader(req)
+	if err != nil {
+		return badHeader(req, err)
+	}
+	t, resp := b.checkSend(c, req, h)
+	if resp != nil {
+		return resp
+	}
+	if req.Code == remoting.SendBatchMessage {
+		return b.sendBatch(c, req, t)
+	}
+	return b.sendSingle(c, req, t)
+}
+
+// checkSend runs the checks of RocketMQ's msgCheck: broker and topic
+// permission, topic name, auto-creation, queue id.
+func (b *Broker) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader) (*sendTarget, *remoting.Command) {
+	cfg := b.config()
+	if b.stopping() {
+		return nil, response(req, remoting.ServiceNotAvailable, "the broker is shutting down")
+	}
+	if !isWriteable(cfg.BrokerPermission) {
+		return nil, response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.addr))
+	}
+	if r := validateTopic(h.topic); r != "" {
+		return nil, response(req, remoting.InvalidParameter, r)
+	}
+	if isNotAllowedSendTopic(h.topic) {
+		return nil, response(req, remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.topic))
+	}
+	tc := b.topics.Find(h.topic)
+	if tc == nil {
+		tc, _ = b.topics.CreateInSendMessage(h.topic, h.defaultTopic, int(h.defaultTopicQueueNums), 0, cfg.AutoCreateTopicEnable)
+		if tc == nil && isRetryTopic(h.topic) {
+			tc, _ = b.topics.CreateInSendBack(h.topic, 1, permRead|permWrite, 0)
+		}
+		if tc == nil {
+			return nil, response(req, remoting.TopicNotExist,
+				fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL))
+		}
+	}
+	if !isWriteable(tc.Perm) {
+		return nil, response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.topic))
+	}
+	if int(h.queueID) >= tc.queueIDBound() {
+		return nil, response(req, remoting.InvalidParameter, fmt.Sprintf(
+			"request queueId[%d] is illegal, topic:[%s] readQueueNums:[%d] writeQueueNums:[%d] Producer: %s",
+			h.queueID, h.topic, tc.ReadQueueNums, tc.WriteQueueNums, remoteString(c)))
+	}
+	qid := h.queueID
+	if qid < 0 {
+		qid = rand.Int32N(int32(max(tc.WriteQueueNums, 1)))
+	}
+	return &sendTarget{h: h, tc: tc, queueID: qid}, nil
+}
+
+func remoteString(c *transport.Conn) string {
+	if a := c.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// sendSingle stores one message (SEND_MESSAGE, SEND_MESSAGE_V2).
+func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarget) *remoting.Command {
+	cfg := b.config()
+	h := t.h
+	props := message.DecodeProperties(h.properties)
+	if props == nil {
+		props = map[string]string{}
+	}
+	m := &message.Inner{
+		Topic:          h.topic,
+		QueueID:        t.queueID,
+		Flag:           h.flag,
+		Body:           req.Body,
+		Properties:     props,
+		SysFlag:        h.sysFlag,
+		BornTimestamp:  h.bornTimestamp,
+		BornHost:       message.AddrFromNet(c.RemoteAddr()),
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.reconsumeTimes,
+	}
+	if isRetryTopic(h.topic) {
+		if resp := b.retryToDLQ(req, h, m); resp != nil {
+			return resp
+		}
+	}
+	if props[message.PropertyUniqClientMessageIDKeyIdx] == "" {
+		props[message.PropertyUniqClientMessageIDKeyIdx] = message.NewUniqID()
+	}
+	props[message.PropertyCluster] = cfg.BrokerClusterName
+	if t.tc.TopicFilterType == filterMultiTag {
+		m.SysFlag |= message.SysFlagMultiTags
+	}
+	m.TagsCode = message.TagsHashCode(props[message.PropertyTags])
+
+	if strings.EqualFold(props[message.PropertyTransactionPrepared], "true") &&
+		!(m.ReconsumeTimes > 0 && delayLevelOf(props) > 0) {
+		if cfg.RejectTransactionMessage {
+			return response(req, remoting.NoPermission,
+				fmt.Sprintf("the broker[%s] sending transaction message is forbidden", b.addr))
+		}
+		toHalfMessage(m)
+	} else if !b.applyDelay(m) && hasTimerProperty(props) {
+		return response(req, remoting.SystemError,
+			"accurate timer message is not enabled: TIMER_DELIVER_MS, TIMER_DELAY_SEC and TIMER_DELAY_MS are not built in Spool; use a delay level (DELAY)")
+	}
+	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
+		return resp
+	}
+	m.PropertiesString = message.EncodeProperties(props)
+	if len(m.PropertiesString) > message.MaxPropertiesLen {
+		return response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen))
+	}
+	uniq := props[message.PropertyUniqClientMessageIDKeyIdx]
+	reportQueue := t.queueID
+	b.store.PutMessage(m, func(r store.PutResult) {
+		b.stats.countPut(m.Topic, r)
+		b.replyLater(c, req, b.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
+	})
+	return nil
+}
+
+// retryToDLQ applies the retry-topic rules to a send to %RETRY%<group>:
+// the group must exist, and a message past its reconsume limit (or of a
+// group holding orderly locks) goes to %DLQ%<group>.
+func (b *Broker) retryToDLQ(req *remoting.Command, h *sendHeader, m *message.Inner) *remoting.Command {
+	cfg := b.config()
+	group := strings.TrimPrefix(h.topic, retryGroupTopicPrefix)
+	sg := b.groups.FindOrCreate(group, cfg.AutoCreateSubscriptionGroup)
+	if sg == nil {
+		return response(req, remoting.SubscriptionGroupNotExist,
+			fmt.Sprintf("subscription group not exist, %s %s", group, faqURL))
+	}
+	maxTimes := int32(sg.RetryMaxTimes)
+	if req.Version >= versionV3_4_9 && h.hasMaxReconsumeTimes {
+		maxTimes = h.maxReconsumeTimes
+	}
+	if m.ReconsumeTimes <= maxTimes && b.locks.IsLockAllExpired(group) {
+		return nil
+	}
+	dlq := dlqTopic(group)
+	tc, _ := b.topics.CreateInSendBack(dlq, 1, permRead|permWrite, 0)
+	if tc == nil {
+		return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", dlq))
+	}
+	m.Topic = dlq
+	m.QueueID = 0
+	m.Properties[message.PropertyDelayTimeLevel] = "-1"
+	return nil
+}
+
+// toHalfMessage rewrites a prepared transactional message into the half
+// topic.
+func toHalfMessage(m *message.Inner) {
+	p := m.Properties
+	p[message.PropertyRealTopic] = m.Topic
+	p[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
+	if uniq := p[message.PropertyUniqClientMessageIDKeyIdx]; uniq != "" {
+		p[message.PropertyTransactionID] = uniq
+	}
+	m.SysFlag = message.ResetTransactionValue(m.SysFlag, message.TransactionNotType)
+	m.Topic = topicTransHalf
+	m.QueueID = 0
+	m.TagsCode = message.TagsHashCode(p[message.PropertyTags])
+}
+
+// checkBodySize refuses bodies over maxMessageSize; a zlib-compressed body
+// is measured inflated, so a compressible 5 MiB body is refused although its
+// compressed form is small.
+func (b *Broker) checkBodySize(req *remoting.Command, sysFlag int32, body []byte) *remoting.Command {
+	limit := b.storeCfg.MaxMessageSize
+	if limit <= 0 {
+		return nil
+	}
+	if len(body) > limit {
+		return response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"message body size exceeded: %d bytes, maxMessageSize %d", len(body), limit))
+	}
+	if sysFlag&message.SysFlagCompressed == 0 {
+		return nil
+	}
+	ct := sysFlag & message.SysFlagCompressionTypeMask
+	if ct != 0 && ct != 0x300 {
+		return nil // LZ4/ZSTD bodies are stored as sent; only zlib is measured
+	}
+	_, err := message.InflatedSize(body, limit)
+	switch {
+	case errors.Is(err, message.ErrInflatedTooLarge):
+		return response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"message body size exceeded: the compressed body (%d bytes) inflates to more than maxMessageSize %d", len(body), limit))
+	case err != nil:
+		return response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"the message is flagged compressed (sysFlag bit 0) but its body is not a valid zlib stream: %v", err))
+	}
+	return nil
+}
+
+// sendBatch stores a SEND_BATCH_MESSAGE as consecutive records of one queue.
+func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget) *remoting.Command {
+	h := t.h
+	if isRetryTopic(h.topic) {
+		return response(req, remoting.MessageIllegal, "batch request does not support retry group "+h.topic)
+	}
+	if message.TransactionValue(h.sysFlag) != message.TransactionNotType {
+		return response(req, remoting.MessageIllegal, "batch message does not support transaction")
+	}
+	if delayLevelOf(message.DecodeProperties(h.properties)) > 0 {
+		return response(req, remoting.MessageIllegal, "batch message does not support delay level (DELAY)")
+	}
+	if limit := b.storeCfg.MaxMessageSize; limit > 0 && len(req.Body) > limit {
+		return response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"message body size exceeded: batch body %d bytes, maxMessageSize %d", len(req.Body), limit))
+	}
+	members, err := message.DecodeBatchBody(req.Body, 0)
+	if err != nil {
+		return response(req, remoting.MessageIllegal, err.Error())
+	}
+	for i := range members {
+		if len(members[i].PropertiesString) > message.MaxPropertiesLen {
+			return response(req, remoting.MessageIllegal, fmt.Sprintf(
+				"batch member %d: properties are %d bytes, more than the limit of %d", i, len(members[i].PropertiesString), message.MaxPropertiesLen))
+		}
+	}
+	sysFlag := h.sysFlag
+	if t.tc.TopicFilterType == filterMultiTag {
+		sysFlag |= message.SysFlagMultiTags
+	}
+	batch := &message.Batch{
+		Topic:          h.topic,
+		QueueID:        t.queueID,
+		SysFlag:        sysFlag,
+		BornTimestamp:  h.bornTimestamp,
+		BornHost:       message.AddrFromNet(c.RemoteAddr()),
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.reconsumeTimes,
+		Members:        members,
+	}
+	qid := t.queueID
+	b.store.PutMessages(batch, func(r store.PutResult) {
+		b.stats.countPut(h.topic, r)
+		offs := r.Offsets
+		if len(offs) == 0 && r.Status == store.PutOK {
+			offs = []int64{r.WroteOffset}
+		}
+		b.replyLater(c, req, b.sendResponse(req, r, qid, "", offs))
+	})
+	return nil
+}
+
+// sendResponse maps a put result to the send answer: code, remark and the
+// msgId/queueId/queueOffset/transactionId/MSG_REGION/TRACE_ON ext fields.
+func (b *Broker) sendResponse(req *remoting.Command, r store.PutResult, queueID int32, uniq string, offsets []int64) *remoting.Command {
+	code, remark := putStatusCode(r)
+	resp := response(req, code, remark)
+	switch code {
+	case remoting.Success, remoting.FlushDiskTimeout, remoting.FlushSlaveTimeout, remoting.SlaveNotAvailable:
+	default:
+		return resp
+	}
+	ids := make([]string, len(offsets))
+	for i, off := range offsets {
+		ids[i] = message.OffsetMsgID(b.storeHost, off)
+	}
+	cfg := b.config()
+	resp.SetExt("msgId", strings.Join(ids, ","))
+	resp.SetExt("queueId", strconv.Itoa(int(queueID)))
+	resp.SetExt("queueOffset", strconv.FormatInt(r.QueueOffset, 10))
+	if uniq != "" {
+		resp.SetExt("transactionId", uniq)
+	}
+	resp.SetExt(message.PropertyMsgRegion, cfg.RegionID)
+	resp.SetExt(message.PropertyTraceSwitch, strconv.FormatBool(cfg.TraceOn))
+	return resp
+}
+
+// putStatusCode maps a store status to RocketMQ's response code.
+func putStatusCode(r store.PutResult) (int32, string) {
+	withRemark := func(def string) string {
+		if r.Remark != "" {
+			return r.Remark
+		}
+		return def
+	}
+	switch r.Status {
+	case store.PutOK:
+		return remoting.Success, ""
+	case store.FlushDiskTimeout:
+		return remoting.FlushDiskTimeout, withRemark("")
+	case store.FlushSlaveTimeout:
+		return remoting.FlushSlaveTimeout, withRemark("")
+	case store.SlaveNotAvailable:
+		return remoting.SlaveNotAvailable, withRemark("")
+	case store.ServiceNotAvailable:
+		return remoting.ServiceNotAvailable, withRemark(
+			"service not available now: the broker's disk may be full, the store may be read-only after an I/O error, or shutting down")
+	case store.CreateMappedFileFailed:
+		return remoting.SystemError, withRemark("create mapped file failed, server is busy or broken.")
+	case store.MessageIllegal, store.PropertiesSizeExceeded:
+		return remoting.MessageIllegal, withRemark("the message is illegal, maybe msg body or properties length not matched")
+	case store.OSPageCacheBusy:
+		remark := "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+		if r.Remark != "" && !strings.HasPrefix(r.Remark, "[PC_SYNCHRONIZED]") {
+			remark += ", " + r.Remark
+		} else if r.Remark != "" {
+			remark = r.Remark
+		}
+		return remoting.SystemBusy, remark
+	default:
+		return remoting.SystemError, withRemark("UNKNOWN_ERROR")
+	}
+}

@@ -1,0 +1,267 @@
+package broker
+
+import (
+	"bytes"
+	"compress/zlib"
+	"strings"
+	"testing"
+
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+)
+
+func TestSendThenPull(t *testing.T) {
+	e := startBroker(t, nil)
+	e.createTopic("T1", 4)
+	resp := e.mustSend("T1", 2, "TagA", "hello")
+	for _, k := range []string{"msgId", "queueId", "queueOffset", "transactionId", "MSG_REGION", "TRACE_ON"} {
+		if _, ok := resp.ExtFields[k]; !ok {
+			t.Errorf("send answer lacks %s: %v", k, resp.ExtFields)
+		}
+	}
+	if q := extInt(t, resp, "queueId"); q != 2 {
+		t.Errorf("queueId = %d, want 2", q)
+	}
+	if off := extInt(t, resp, "queueOffset"); off != 0 {
+		t.Errorf("queueOffset = %d, want 0", off)
+	}
+	addr, phy, err := message.ParseOffsetMsgID(resp.ExtFields["msgId"])
+	if err != nil || addr.String() != e.b.Addr() {
+		t.Fatalf("msgId %q: addr %v err %v, want %s", resp.ExtFields["msgId"], addr, err, e.b.Addr())
+	}
+	e.mustSend("T1", 2, "TagB", "world")
+	e.waitDispatched("T1", 2, 2)
+
+	pull := e.invoke(pullReq("g1", "T1", 2, 0, pullFlagSubscription, 0, "*"))
+	if pull.Code != remoting.Success {
+		t.Fatalf("pull: code %d remark %q", pull.Code, pull.Remark)
+	}
+	recs := decodeRecords(t, pull.Body)
+	if len(recs) != 2 || string(recs[0].Body) != "hello" || string(recs[1].Body) != "world" {
+		t.Fatalf("pulled %d records", len(recs))
+	}
+	if recs[0].PhysicalOffset != phy {
+		t.Errorf("record offset %d, msgId says %d", recs[0].PhysicalOffset, phy)
+	}
+	p := recs[0].Properties
+	if p[message.PropertyCluster] != "DefaultCluster" || p[message.PropertyUniqClientMessageIDKeyIdx] == "" {
+		t.Errorf("stored properties %v: want CLUSTER and UNIQ_KEY added", p)
+	}
+	if resp.ExtFields["transactionId"] != p[message.PropertyUniqClientMessageIDKeyIdx] {
+		t.Errorf("transactionId %q != UNIQ_KEY %q", resp.ExtFields["transactionId"], p[message.PropertyUniqClientMessageIDKeyIdx])
+	}
+	if n := extInt(t, pull, "nextBeginOffset"); n != 2 {
+		t.Errorf("nextBeginOffset = %d, want 2", n)
+	}
+	if n := extInt(t, pull, "maxOffset"); n != 2 {
+		t.Errorf("maxOffset = %d, want 2", n)
+	}
+	extInt(t, pull, "minOffset")
+	extInt(t, pull, "suggestWhichBrokerId")
+}
+
+func TestSendV2ShortKeys(t *testing.T) {
+	e := startBroker(t, nil)
+	e.createTopic("T2", 1)
+	req := remoting.NewRequest(remoting.SendMessageV2, map[string]string{
+		"a": "pg", "b": "T2", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1700000000000", "h": "7",
+		"i": message.EncodeProperties(map[string]string{"TAGS": "x", "UNIQ_KEY": "ABC"}), "j": "0", "k": "false", "m": "false",
+	}, []byte("v2"))
+	resp := e.invoke(req)
+	if resp.Code != remoting.Success {
+		t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
+	}
+	if resp.ExtFields["transactionId"] != "ABC" {
+		t.Errorf("transactionId = %q, want the client's UNIQ_KEY", resp.ExtFields["transactionId"])
+	}
+	e.waitDispatched("T2", 0, 1)
+	pull := e.invoke(pullReq("g", "T2", 0, 0, pullFlagSubscription, 0, "*"))
+	recs := decodeRecords(t, pull.Body)
+	if len(recs) != 1 || recs[0].Flag != 7 || recs[0].BornTimestamp != 1700000000000 {
+		t.Fatalf("record: %+v", recs)
+	}
+}
+
+func zlibBytes(t *testing.T, b []byte) []byte {
+	var buf bytes.Buffer
+	w, _ := zlib.NewWriterLevel(&buf, 5)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+func TestSendValidation(t *testing.T) {
+	e := startBroker(t, func(c *Config, s *store.Config) { s.MaxMessageSize = 64 << 10 })
+	e.createTopic("T3", 2)
+	big := bytes.Repeat([]byte("a"), 100<<10)
+	compressed := sendV1("T3", 0, nil, zlibBytes(t, big))
+	compressed.ExtFields["sysFlag"] = "1"
+	notZlib := sendV1("T3", 0, nil, []byte("not zlib"))
+	notZlib.ExtFields["sysFlag"] = "1"
+	longProps := map[string]string{"K": strings.Repeat("v", 40000)}
+	missing := sendV1("T3", 0, nil, []byte("x"))
+	delete(missing.ExtFields, "topic")
+	badNum := sendV1("T3", 0, nil, []byte("x"))
+	badNum.ExtFields["queueId"] = "one"
+	cases := []struct {
+		name   string
+		req    *remoting.Command
+		code   int32
+		remark string
+	}{
+		{"illegal chars", sendV1("bad topic!", 0, nil, []byte("x")), remoting.InvalidParameter, "illegal characters"},
+		{"too long", sendV1(strings.Repeat("t", 128), 0, nil, []byte("x")), remoting.InvalidParameter, "longer than"},
+		{"schedule topic", sendV1("SCHEDULE_TOPIC_XXXX", 0, nil, []byte("x")), remoting.NoPermission, "forbidden"},
+		{"half topic", sendV1("RMQ_SYS_TRANS_HALF_TOPIC", 0, nil, []byte("x")), remoting.NoPermission, "forbidden"},
+		{"queue id", sendV1("T3", 2, nil, []byte("x")), remoting.InvalidParameter, "queueId[2] is illegal"},
+		{"body too big", sendV1("T3", 0, nil, big), remoting.MessageIllegal, "body size exceeded"},
+		{"inflated too big", compressed, remoting.MessageIllegal, "inflates to more than"},
+		{"bad zlib", notZlib, remoting.MessageIllegal, "zlib"},
+		{"properties too long", sendV1("T3", 0, longProps, []byte("x")), remoting.MessageIllegal, "properties"},
+		{"missing topic", missing, remoting.InvalidParameter, "missing ext field topic"},
+		{"bad number", badNum, remoting.InvalidParameter, `queueId="one"`},
+		{"timer", sendV1("T3", 0, map[string]string{"TIMER_DELAY_SEC": "3"}, []byte("x")), remoting.SystemError, "timer"},
+	}
+	for _, c := range cases {
+		resp := e.invoke(c.req)
+		if resp.Code != c.code || !strings.Contains(resp.Remark, c.remark) {
+			t.Errorf("%s: code %d remark %q, want code %d remark containing %q", c.name, resp.Code, resp.Remark, c.code, c.remark)
+		}
+	}
+	// A compressed body within the limit is stored as sent.
+	ok := sendV1("T3", 0, nil, zlibBytes(t, bytes.Repeat([]byte("b"), 10<<10)))
+	ok.ExtFields["sysFlag"] = "1"
+	if resp := e.invoke(ok); resp.Code != remoting.Success {
+		t.Errorf("compressed 10 KiB: code %d remark %q", resp.Code, resp.Remark)
+	}
+}
+
+func TestSendAutoCreateTopic(t *testing.T) {
+	e := startBroker(t, nil)
+	e.mustSend("Fresh", 1, "", "x")
+	tc := e.b.topics.Find("Fresh")
+	if tc == nil || tc.ReadQueueNums != 4 || tc.WriteQueueNums != 4 || tc.Perm != 6 {
+		t.Fatalf("auto-created topic: %+v, want 4/4 perm 6", tc)
+	}
+	waitFor(t, "registration with the new topic", func() bool {
+		r := e.ns.lastRegistration()
+		return r != nil && bytes.Contains(r.Body, []byte(`"Fresh"`))
+	})
+}
+
+func TestSendAutoCreateDisabled(t *testing.T) {
+	e := startBroker(t, func(c *Config, _ *store.Config) { c.AutoCreateTopicEnable = false })
+	if e.b.topics.Find("TBW102") != nil {
+		t.Errorf("TBW102 exists with autoCreateTopicEnable=false")
+	}
+	resp := e.invoke(sendV1("Nope", 0, nil, []byte("x")))
+	if resp.Code != remoting.TopicNotExist {
+		t.Fatalf("code %d remark %q, want 17", resp.Code, resp.Remark)
+	}
+	// Retry topics are still created, with one queue.
+	resp = e.invoke(sendV1("%RETRY%g1", 0, nil, []byte("x")))
+	if resp.Code != remoting.Success {
+		t.Fatalf("retry send: code %d remark %q", resp.Code, resp.Remark)
+	}
+	if tc := e.b.topics.Find("%RETRY%g1"); tc == nil || tc.WriteQueueNums != 1 {
+		t.Fatalf("retry topic %+v", tc)
+	}
+}
+
+func TestSendBatch(t *testing.T) {
+	e := startBroker(t, nil)
+	e.createTopic("TB", 2)
+	body := message.EncodeBatchBody(nil, []message.BatchMember{
+		{Body: []byte("m1"), PropertiesString: message.EncodeProperties(map[string]string{"TAGS": "a"})},
+		{Body: []byte("m2"), PropertiesString: message.EncodeProperties(map[string]string{"TAGS": "b"})},
+		{Body: []byte("m3")},
+	})
+	req := remoting.NewRequest(remoting.SendBatchMessage, map[string]string{
+		"a": "pg", "b": "TB", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1", "h": "0", "m": "true",
+	}, body)
+	resp := e.invoke(req)
+	if resp.Code != remoting.Success {
+		t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
+	}
+	ids := strings.Split(resp.ExtFields["msgId"], ",")
+	if len(ids) != 3 {
+		t.Fatalf("msgId %q: want 3 ids", resp.ExtFields["msgId"])
+	}
+	e.waitDispatched("TB", 1, 3)
+	pull := e.invoke(pullReq("g", "TB", 1, 0, pullFlagSubscription, 0, "*"))
+	recs := decodeRecords(t, pull.Body)
+	if len(recs) != 3 || string(recs[2].Body) != "m3" || recs[1].QueueOffset != 1 {
+		t.Fatalf("records %d", len(recs))
+	}
+	for i, r := range recs {
+		if r.MsgID() != ids[i] {
+			t.Errorf("record %d id %s, answer says %s", i, r.MsgID(), ids[i])
+		}
+	}
+	// A batch to a retry topic is refused.
+	req = remoting.NewRequest(remoting.SendBatchMessage, map[string]string{
+		"a": "pg", "b": "%RETRY%g", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0", "m": "true",
+	}, body)
+	if resp := e.invoke(req); resp.Code != remoting.MessageIllegal {
+		t.Errorf("batch to retry topic: code %d remark %q", resp.Code, resp.Remark)
+	}
+	req = remoting.NewRequest(remoting.SendBatchMessage, map[string]string{
+		"a": "pg", "b": "TB", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0", "m": "true",
+	}, []byte{0, 0, 0, 99})
+	if resp := e.invoke(req); resp.Code != remoting.MessageIllegal {
+		t.Errorf("malformed batch: code %d remark %q", resp.Code, resp.Remark)
+	}
+}
+
+func TestSendDelayedGoesToScheduleTopic(t *testing.T) {
+	e := startBroker(t, nil)
+	e.createTopic("TD", 2)
+	resp := e.invoke(sendV1("TD", 1, map[string]string{"DELAY": "3"}, []byte("later")))
+	if resp.Code != remoting.Success {
+		t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
+	}
+	if q := extInt(t, resp, "queueId"); q != 1 {
+		t.Errorf("queueId %d, want the requested 1", q)
+	}
+	e.waitDispatched("SCHEDULE_TOPIC_XXXX", 2, 1)
+	if got := e.b.store.MaxOffsetInQueue("TD", 1); got != 0 {
+		t.Fatalf("real queue has %d messages before delivery", got)
+	}
+}
+
+func TestSendTransactionHalf(t *testing.T) {
+	e := startBroker(t, nil)
+	e.createTopic("TX", 2)
+	req := sendV1("TX", 1, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "U1"}, []byte("half"))
+	req.ExtFields["sysFlag"] = "4"
+	resp := e.invoke(req)
+	if resp.Code != remoting.Success || resp.ExtFields["transactionId"] != "U1" {
+		t.Fatalf("code %d remark %q ext %v", resp.Code, resp.Remark, resp.ExtFields)
+	}
+	e.waitDispatched("RMQ_SYS_TRANS_HALF_TOPIC", 0, 1)
+	_, phy, err := message.ParseOffsetMsgID(resp.ExtFields["msgId"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := goRequest(remoting.EndTransaction, map[string]string{
+		"producerGroup": "pg", "tranStateTableOffset": resp.ExtFields["queueOffset"],
+		"commitLogOffset": itoa64(phy), "commitOrRollback": "8", "fromTransactionCheck": "false", "msgId": "U1",
+	}, nil)
+	if r := e.invoke(end); r.Code != remoting.Success {
+		t.Fatalf("commit: code %d remark %q", r.Code, r.Remark)
+	}
+	e.waitDispatched("TX", 1, 1)
+	pull := e.invoke(pullReq("g", "TX", 1, 0, pullFlagSubscription, 0, "*"))
+	recs := decodeRecords(t, pull.Body)
+	if len(recs) != 1 || string(recs[0].Body) != "half" || recs[0].PreparedTransactionOffset != phy ||
+		message.TransactionValue(recs[0].SysFlag) != message.TransactionCommitType {
+		t.Fatalf("committed records: %+v", recs)
+	}
+	wrong := goRequest(remoting.EndTransaction, map[string]string{
+		"producerGroup": "other", "tranStateTableOffset": "0", "commitLogOffset": itoa64(phy), "commitOrRollback": "12",
+	}, nil)
+	if r := e.invoke(wrong); r.Code != remoting.SystemError || !strings.Contains(r.Remark, "producer group wrong") {
+		t.Errorf("wrong group: code %d remark %q", r.Code, r.Remark)
+	}
+}

@@ -1,0 +1,57 @@
+package broker
+
+// TopicConfig is one topic's configuration, in RocketMQ's JSON form (the
+// values of topics.json's topicConfigTable, and of registration bodies).
+type TopicConfig struct {
+	TopicName       string            `json:"topicName"`
+	ReadQueueNums   int               `json:"readQueueNums"`
+	WriteQueueNums  int               `json:"writeQueueNums"`
+	Perm            int               `json:"perm"`
+	TopicFilterType string            `json:"topicFilterType"`
+	TopicSysFlag    int               `json:"topicSysFlag"`
+	Order           bool              `json:"order"`
+	Attributes      map[string]string `json:"attributes"`
+}
+
+const (
+	filterSingleTag = "SINGLE_TAG"
+	filterMultiTag  = "MULTI_TAG"
+)
+
+func newTopicConfig(name string, read, write, perm int) *TopicConfig {
+	return &TopicConfig{
+		TopicName:       name,
+		ReadQueueNums:   read,
+		WriteQueueNums:  write,
+		Perm:            perm,
+		TopicFilterType: filterSingleTag,
+		Attributes:      map[string]string{},
+	}
+}
+
+// clone returns a deep copy.
+func (t *TopicConfig) clone() *TopicConfig {
+	c := *t
+	c.Attributes = make(map[string]string, len(t.Attributes))
+	for k, v := range t.Attributes {
+		c.Attributes[k] = v
+	}
+	return &c
+}
+
+// queueIDBound is the exclusive bound of legal queue ids for sends.
+func (t *TopicConfig) queueIDBound() int { return max(t.ReadQueueNums, t.WriteQueueNums) }
+
+func (t *TopicConfig) equal(o *TopicConfig) bool {
+	if t.TopicName != o.TopicName || t.ReadQueueNums != o.ReadQueueNums || t.WriteQueueNums != o.WriteQueueNums ||
+		t.Perm != o.Perm || t.TopicFilterType != o.TopicFilterType || t.TopicSysFlag != o.TopicSysFlag ||
+		t.Order != o.Order || len(t.Attributes) != len(o.Attributes) {
+		return false
+	}
+	for k, v := range t.Attributes {
+		if ov, ok := o.Attributes[k]; !ok || ov != v {
+			return false
+		}
+	}
+	return true
+}

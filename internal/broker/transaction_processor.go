@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// handleEndTransaction commits or rolls back a half message. Commit stores
+// the real message (REAL_TOPIC/REAL_QID, transaction type commit,
+// preparedTransactionOffset = the half record's offset); both record an op
+// entry in RMQ_SYS_TRANS_OP_HALF_TOPIC (tag "d", body = half queue offset).
+// State "unknown" (0) gets no answer. The check-back of unresolved half
+// messages is not built.
+func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := newExtReader(req)
+	group := r.str("producerGroup", true)
+	tranOffset := r.i64("tranStateTableOffset", true, 0)
+	clOffset := r.i64("commitLogOffset", true, 0)
+	state := r.i32("commitOrRollback", true, 0)
+	if r.err != nil {
+		return badHeader(req, r.err)
+	}
+	switch state {
+	case message.TransactionNotType:
+		return noResponse
+	case message.TransactionCommitType, message.TransactionRollbackType:
+	default:
+		return response(req, remoting.InvalidParameter, fmt.Sprintf("commitOrRollback %d is not 0, 8 or 12", state))
+	}
+	rec, err := b.store.LookMessageByOffset(clOffset)
+	if err != nil {
+		return response(req, remoting.SystemError, fmt.Sprintf("Find prepared transaction message failed: %v", err))
+	}
+	ext, err := message.DecodeRecord(rec)
+	if err != nil {
+		return response(req, remoting.SystemError, fmt.Sprintf("Find prepared transaction message failed: %v", err))
+	}
+	switch {
+	case ext.Topic != topicTransHalf:
+		return response(req, remoting.SystemError, "Find prepared transaction message failed: the record is not a half message")
+	case ext.Properties[message.PropertyProducerGroup] != group:
+		return response(req, remoting.SystemError, "The producer group wrong")
+	case ext.QueueOffset != tranOffset:
+		return response(req, remoting.SystemError, "The transaction state table offset wrong")
+	case ext.PhysicalOffset != clOffset:
+		return response(req, remoting.SystemError, "The commit log offset wrong")
+	}
+	if state == message.TransactionRollbackType {
+		b.putTransactionOp(ext.QueueOffset, func(code int32, remark string) {
+			b.replyLater(c, req, response(req, code, remark))
+		})
+		return nil
+	}
+	m := ext.ToInner()
+	p := m.Properties
+	m.Topic = p[message.PropertyRealTopic]
+	qid, err := strconv.Atoi(p[message.PropertyRealQueueID])
+	if m.Topic == "" || err != nil {
+		return response(req, remoting.SystemError, "the half message lacks REAL_TOPIC/REAL_QID")
+	}
+	m.QueueID = int32(qid)
+	delete(p, message.PropertyRealTopic)
+	delete(p, message.PropertyRealQueueID)
+	delete(p, message.PropertyTransactionPrepared)
+	m.SysFlag = message.ResetTransactionValue(m.SysFlag, message.TransactionCommitType)
+	m.PreparedTransactionOffset = ext.PhysicalOffset
+	m.TagsCode = message.TagsHashCode(p[message.PropertyTags])
+	b.applyDelay(m)
+	m.PropertiesString = message.EncodeProperties(p)
+	b.store.PutMessage(m, func(pr store.PutResult) {
+		b.stats.countPut(m.Topic, pr)
+		code, remark := putStatusCode(pr)
+		if code != remoting.Success && code != remoting.FlushDiskTimeout {
+			b.replyLater(c, req, response(req, code, remark))
+			return
+		}
+		b.putTransactionOp(ext.QueueOffset, func(code int32, remark string) {
+			b.replyLater(c, req, response(req, code, remark))
+		})
+	})
+	return nil
+}
+
+// putTransactionOp records that the half message at halfOffset is
+// resolved, then calls done with the answer's code.
+func (b *Broker) putTransactionOp(halfOffset int64, done func(code int32, remark string)) {
+	props := map[string]string{message.PropertyTags: "d"}
+	m := &message.Inner{
+		Topic:            topicTransOpHalf,
+		QueueID:          0,
+		Body:             []byte(strconv.FormatInt(halfOffset, 10)),
+		Properties:       props,
+		PropertiesString: message.EncodeProperties(props),
+		BornTimestamp:    nowMillis(),
+		BornHost:         b.storeHost,
+		StoreHost:        b.storeHost,
+		TagsCode:         message.TagsHashCode("d"),
+	}
+	b.store.PutMessage(m, func(r store.PutResult) {
+		code, remark := putStatusCode(r)
+		if code == remoting.FlushDiskTimeout {
+			code = remoting.Success
+		}
+		done(code, remark)
+	})
+}

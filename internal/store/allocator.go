@@ -1,0 +1,231 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+)
+
+// prefaultShift: the writer asks for pre-faulting each time it crosses a
+// 1 MiB boundary; prefaultAhead is how far ahead of the write cursor pages
+// are mapped writable.
+const (
+	prefaultShift = 20
+	prefaultAhead = 8 << 20
+)
+
+// allocator creates, allocates and pre-faults CommitLog files ahead of the
+// writer (design rule 2) and keeps pages ahead of the write cursor mapped
+// writable, so the put lock never covers a file creation or a first touch.
+type allocator struct {
+	c *CommitLog
+
+	createMu sync.Mutex // held while a file is being created
+	mu       sync.Mutex
+	ready    []*MappedFile
+	nextFrom int64 // offset of the next file to create
+	lastErr  error
+
+	kickCh     chan struct{}
+	prefaultCh chan struct{}
+	stopCh     chan struct{}
+	wg         sync.WaitGroup
+	warmedTo   int64 // absolute offset pre-faulted up to (allocator goroutine only)
+}
+
+func newAllocator(c *CommitLog) *allocator {
+	return &allocator{c: c, kickCh: make(chan struct{}, 1), prefaultCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
+}
+
+func (a *allocator) kick() {
+	select {
+	case a.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+func (a *allocator) kickPrefault() {
+	select {
+	case a.prefaultCh <- struct{}{}:
+	default:
+	}
+}
+
+// setNext sets the offset of the next file to create, dropping ready files
+// that no longer fit (after a truncation).
+func (a *allocator) setNext(from int64) {
+	a.mu.Lock()
+	drop := a.ready
+	a.ready = nil
+	a.nextFrom = from
+	a.mu.Unlock()
+	for _, mf := range drop {
+		mf.destroy(true, 0, 0)
+	}
+}
+
+// take returns the ready file starting at from, or nil. It never blocks on
+// creation.
+func (a *allocator) take(from int64) *MappedFile {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.ready) == 0 {
+		return nil
+	}
+	if a.ready[0].from != from {
+		return nil
+	}
+	mf := a.ready[0]
+	a.ready = append(a.ready[:0:0], a.ready[1:]...)
+	a.nextFrom = from + mf.size
+	return mf
+}
+
+func (a *allocator) lastError() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastErr
+}
+
+func (a *allocator) readyCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.ready)
+}
+
+func (a *allocator) start() {
+	a.wg.Add(1)
+	go a.run()
+}
+
+func (a *allocator) stop() {
+	close(a.stopCh)
+	a.wg.Wait()
+	a.mu.Lock()
+	ready := a.ready
+	a.ready = nil
+	a.mu.Unlock()
+	// Ready files hold no data; remove them so a restart does not have to.
+	for _, mf := range ready {
+		mf.destroy(true, 0, 0)
+	}
+}
+
+func (a *allocator) run() {
+	defer a.wg.Done()
+	for {
+		select {
+		case <-a.stopCh:
+			return
+		case <-a.kickCh:
+			a.fill()
+		case <-a.prefaultCh:
+			a.prefault()
+		}
+	}
+}
+
+// fill creates files until PreallocateFiles are ready.
+func (a *allocator) fill() {
+	want := max(a.c.cfg.PreallocateFiles, 1)
+	size := a.c.cfg.MappedFileSizeCommitLog
+	for {
+		select {
+		case <-a.stopCh:
+			return
+		default:
+		}
+		a.createMu.Lock()
+		a.mu.Lock()
+		if len(a.ready) >= want {
+			a.mu.Unlock()
+			a.createMu.Unlock()
+			return
+		}
+		from := a.nextFrom + int64(len(a.ready))*size
+		a.mu.Unlock()
+
+		start := a.c.monoNs()
+		mf, err := createMappedFile(a.c.fs, a.c.mfq.dir, from, size, a.c.cfg.FileAllocation, a.c.mmapped)
+		if err != nil {
+			a.c.st.stats.allocFailures.Add(1)
+			a.mu.Lock()
+			a.lastErr = err
+			a.mu.Unlock()
+			a.createMu.Unlock()
+			a.c.st.logger.Error("store: allocating a CommitLog file ahead failed", "offset", from, "err", err)
+			return
+		}
+		mf.prefault(0, min(prefaultAhead, size))
+		a.c.st.stats.fileCreate.observeNs(a.c.monoNs() - start)
+		a.c.st.stats.filesCreated.Add(1)
+		a.mu.Lock()
+		a.lastErr = nil
+		a.mu.Unlock()
+		if sp := a.c.spilling.Load(); sp != nil && sp.from == from {
+			if err := a.c.adoptSpill(sp, mf); err != nil {
+				a.c.st.setReadOnly(fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
+				mf.destroy(true, 0, 0)
+				a.createMu.Unlock()
+				return
+			}
+			a.mu.Lock()
+			a.nextFrom = from + size
+			a.mu.Unlock()
+			a.createMu.Unlock()
+			continue
+		}
+		a.mu.Lock()
+		if from == a.nextFrom+int64(len(a.ready))*size {
+			a.ready = append(a.ready, mf)
+			mf = nil
+		}
+		a.mu.Unlock()
+		if mf != nil {
+			mf.destroy(true, 0, 0)
+		}
+		a.createMu.Unlock()
+	}
+}
+
+// takeOrCreate is the writer's fallback when no file was ready at a roll:
+// it waits for a creation in progress or creates the file itself. Both
+// block the put lock, which is why they are counted.
+func (a *allocator) takeOrCreate(from int64) (*MappedFile, error) {
+	a.createMu.Lock()
+	defer a.createMu.Unlock()
+	if mf := a.take(from); mf != nil {
+		return mf, nil
+	}
+	mf, err := createMappedFile(a.c.fs, a.c.mfq.dir, from, a.c.cfg.MappedFileSizeCommitLog, a.c.cfg.FileAllocation, a.c.mmapped)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	drop := a.ready
+	a.ready = nil
+	a.nextFrom = from + mf.size
+	a.mu.Unlock()
+	for _, d := range drop {
+		d.destroy(true, 0, 0)
+	}
+	return mf, nil
+}
+
+// prefault maps the pages ahead of the write cursor writable.
+func (a *allocator) prefault() {
+	if !a.c.mmapped {
+		return
+	}
+	mf := a.c.mfq.last()
+	if mf == nil || !mf.acquire() {
+		return
+	}
+	defer mf.release()
+	pos := mf.wrote.Load()
+	from := max(a.warmedTo-mf.from, pos)
+	to := min(pos+prefaultAhead, mf.size)
+	if from < to {
+		mf.prefault(from, to)
+		a.warmedTo = mf.from + to
+	}
+}

@@ -1,0 +1,488 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/message"
+)
+
+// blankSize is the size of the end-of-file marker: TOTALSIZE (the bytes
+// left in the file) and the blank magic code.
+const blankSize = 8
+
+// inlineCopyMax is the largest record run copied into a mapping while the
+// put lock is held; larger ones reserve space under the lock and are copied
+// after it is released.
+const inlineCopyMax = 16 << 10
+
+// hotWindow is how far behind the write cursor a read may copy from the
+// mapping (those pages were just written and are resident); anything older
+// is read with pread.
+const hotWindow = 8 << 20
+
+type queueKey struct {
+	topic   string
+	queueID int32
+}
+
+// pendingWrite is a reserved range whose bytes are not all in the file
+// yet; the readable position never passes an unfinished one.
+type pendingWrite struct {
+	mf   *MappedFile
+	end  int64 // file-relative end of the range
+	done bool
+	err  error
+}
+
+// CommitLog is the append-only log of stored records over a
+// MappedFileQueue. One put lock serialises offset assignment; see the
+// package doc for what it may cover.
+type CommitLog struct {
+	st      *DefaultMessageStore
+	cfg     *Config
+	fs      vfs.FS
+	mfq     *MappedFileQueue
+	lock    putLock
+	mmapped bool
+
+	// Guarded by lock.
+	cur          *MappedFile
+	queueOffsets map[queueKey]int64
+	halfKicked   bool
+
+	pubMu   sync.Mutex
+	pending []*pendingWrite
+
+	visible      atomic.Int64 // end of the readable records
+	flushedWhere atomic.Int64 // end of the durable records
+	lockBeginNs  atomic.Int64 // monotonic ns the put lock was taken at, 0 when free
+	spilling     atomic.Pointer[MappedFile]
+	writeFailed  atomic.Bool
+
+	alloc   *allocator
+	flusher *flusher
+	kickCh  chan struct{} // wakes the dispatcher
+	bufPool sync.Pool
+	epoch   time.Time
+}
+
+func newCommitLog(st *DefaultMessageStore) *CommitLog {
+	cfg := &st.cfg
+	mmapped := !cfg.WriteWithoutMmap
+	c := &CommitLog{
+		st:           st,
+		cfg:          cfg,
+		fs:           st.fs,
+		mfq:          newMappedFileQueue(st.fs, cfg.commitLogDir(), cfg.MappedFileSizeCommitLog, mmapped),
+		lock:         newPutLock(cfg.UseReentrantLockWhenPutMessage),
+		mmapped:      mmapped,
+		queueOffsets: make(map[queueKey]int64),
+		kickCh:       make(chan struct{}, 1),
+		epoch:        time.Now(),
+	}
+	c.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
+	c.alloc = newAllocator(c)
+	c.flusher = newFlusher(c)
+	return c
+}
+
+func (c *CommitLog) monoNs() int64 { return int64(time.Since(c.epoch)) + 1 }
+
+// maxOffset is the end of the readable records.
+func (c *CommitLog) maxOffset() int64 { return c.visible.Load() }
+
+// minOffset is the first offset still kept.
+func (c *CommitLog) minOffset() int64 {
+	mf := c.mfq.first()
+	if mf == nil {
+		return 0
+	}
+	return mf.from
+}
+
+// lockHeldFor is how long the current holder has held the put lock (0 when
+// free).
+func (c *CommitLog) lockHeldFor() time.Duration {
+	b := c.lockBeginNs.Load()
+	if b == 0 {
+		return 0
+	}
+	return time.Duration(c.monoNs() - b)
+}
+
+// appendOutcome is what an append did.
+type appendOutcome struct {
+	status  PutStatus
+	remark  string
+	wrote   int64 // commit-log offset of the first record
+	end     int64 // end offset of the last record
+	queueOf int64
+	storeTs int64
+	offsets []int64
+}
+
+// appendRecords stores the encoded records in buf (sizes gives each
+// record's length; all go to one queue). queue offsets are assigned unless
+// the records are prepared or rolled-back transaction parts. buf is not
+// kept.
+func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranType int32, fixedTs int64, wantOffsets bool) appendOutcome {
+	total := int64(len(buf))
+	if total+blankSize > c.cfg.MappedFileSizeCommitLog {
+		return appendOutcome{status: MessageIllegal, remark: fmt.Sprintf("record run of %d bytes does not fit a %d-byte CommitLog file", total, c.cfg.MappedFileSizeCommitLog)}
+	}
+	assign := tranType != message.TransactionPreparedType && tranType != message.TransactionRollbackType
+
+	c.lock.Lock()
+	begin := c.monoNs()
+	c.lockBeginNs.Store(begin)
+
+	var post []*pendingWrite // writes to finish after unlocking
+	var postBufs [][]byte
+	var postPos []int64
+
+	mf := c.cur
+	if mf != nil && mf.spill != nil && mf.size-mf.wrote.Load() >= total+blankSize && mf.wrote.Load()+total > int64(len(mf.spill)) {
+		c.lockBeginNs.Store(0)
+		c.lock.Unlock()
+		c.st.stats.spillFull.Add(1)
+		return appendOutcome{status: OSPageCacheBusy, remark: c.spillFullRemark(mf)}
+	}
+	if mf == nil || mf.size-mf.wrote.Load() < total+blankSize {
+		if mf != nil && mf.spill != nil {
+			// The spill covers one file; the next roll waits for it.
+			c.lockBeginNs.Store(0)
+			c.lock.Unlock()
+			c.st.stats.spillFull.Add(1)
+			return appendOutcome{status: OSPageCacheBusy, remark: c.spillFullRemark(mf)}
+		}
+		next, blank, blankPos, err := c.rollLocked()
+		if blank != nil {
+			post = append(post, blank)
+			postBufs = append(postBufs, blankRecord(blank.mf.size-blankPos))
+			postPos = append(postPos, blankPos)
+		}
+		if err != nil {
+			c.lockBeginNs.Store(0)
+			c.lock.Unlock()
+			c.finishPost(post, postBufs, postPos)
+			return appendOutcome{status: CreateMappedFileFailed, remark: err.Error()}
+		}
+		mf = next
+	}
+	ts := fixedTs
+	if ts == 0 {
+		ts = c.fs.Now().UnixMilli()
+	}
+	pos := mf.wrote.Load()
+	phy := mf.from + pos
+	var qo int64
+	if assign {
+		qo = c.queueOffsets[key]
+	}
+	var offsets []int64
+	if wantOffsets {
+		offsets = make([]int64, len(sizes))
+	}
+	off := 0
+	for i, sz := range sizes {
+		q := int64(0)
+		if assign {
+			q = qo + int64(i)
+		}
+		message.PatchRecord(buf[off:], q, phy+int64(off), ts)
+		if offsets != nil {
+			offsets[i] = phy + int64(off)
+		}
+		off += sz
+	}
+	if assign {
+		c.queueOffsets[key] = qo + int64(len(sizes))
+	}
+	mf.wrote.Store(pos + total)
+	if mf.spill != nil {
+		copy(mf.spill[pos:], buf)
+		c.publishLocked(mf, pos+total)
+		c.st.stats.spillWrites.Add(int64(len(sizes)))
+	} else if mf.data != nil && total <= inlineCopyMax {
+		copy(mf.data[pos:], buf)
+		c.publishLocked(mf, pos+total)
+	} else {
+		w := c.reserve(mf, pos+total)
+		post = append(post, w)
+		postBufs = append(postBufs, buf)
+		postPos = append(postPos, pos)
+	}
+	if (pos+total)>>prefaultShift != pos>>prefaultShift {
+		c.alloc.kickPrefault()
+	}
+	if !c.halfKicked && pos+total >= mf.size/2 {
+		c.halfKicked = true
+		c.alloc.kick()
+	}
+	c.lockBeginNs.Store(0)
+	c.lock.Unlock()
+	c.st.stats.lockHold.observe(time.Duration(c.monoNs() - begin))
+
+	c.finishPost(post, postBufs, postPos)
+	c.kickDispatch()
+	if !assign {
+		qo = 0
+	}
+	return appendOutcome{status: PutOK, wrote: phy, end: phy + total, queueOf: qo, storeTs: ts, offsets: offsets}
+}
+
+func (c *CommitLog) spillFullRemark(mf *MappedFile) string {
+	r := fmt.Sprintf("[PC_SYNCHRONIZED] no CommitLog file ready at offset %d and the in-memory spill is full (%d of %d bytes, writeSpillSize)",
+		mf.from, mf.wrote.Load(), len(mf.spill))
+	if err := c.alloc.lastError(); err != nil {
+		r += "; file allocation failed: " + err.Error()
+	}
+	return r
+}
+
+// adoptSpill replaces the spill stand-in sp with the real file: the bulk is
+// copied outside the put lock, the last delta (and the switch) under it.
+func (c *CommitLog) adoptSpill(sp, real *MappedFile) error {
+	var copied int64
+	for {
+		upto := sp.committed.Load()
+		if upto-copied <= 256<<10 {
+			break
+		}
+		if err := real.writeAt(sp.spill[copied:upto], copied); err != nil {
+			return err
+		}
+		copied = upto
+	}
+	c.lock.Lock()
+	upto := sp.wrote.Load()
+	err := real.writeAt(sp.spill[copied:upto], copied)
+	if err == nil {
+		real.wrote.Store(upto)
+		c.pubMu.Lock()
+		real.committed.Store(sp.committed.Load())
+		for _, w := range c.pending {
+			if w.mf == sp {
+				w.mf = real
+			}
+		}
+		c.pubMu.Unlock()
+		c.mfq.replace(sp, real)
+		if c.cur == sp {
+			c.cur = real
+		}
+		c.spilling.Store(nil)
+	}
+	c.lock.Unlock()
+	if err != nil {
+		return err
+	}
+	sp.destroy(false, 0, 0)
+	c.flusher.kick()
+	return nil
+}
+
+// blankRecord is the end-of-file marker for n bytes left.
+func blankRecord(n int64) []byte {
+	b := make([]byte, blankSize)
+	binary.BigEndian.PutUint32(b, uint32(n))
+	binary.BigEndian.PutUint32(b[4:], uint32(int64(message.BlankMagicCode)&0xffffffff))
+	return b
+}
+
+// finishPost copies reserved ranges after the lock is released.
+func (c *CommitLog) finishPost(ws []*pendingWrite, bufs [][]byte, pos []int64) {
+	for i, w := range ws {
+		err := w.mf.writeAt(bufs[i], pos[i])
+		if err != nil {
+			c.writeFailed.Store(true)
+			c.st.setReadOnly(fmt.Errorf("write %s at %d: %w", w.mf.path, pos[i], err))
+		}
+		c.complete(w, err)
+	}
+}
+
+// rollLocked closes the current file with a blank record and moves to the
+// next one. The blank is returned as a pending write for the caller to
+// finish after unlocking.
+func (c *CommitLog) rollLocked() (*MappedFile, *pendingWrite, int64, error) {
+	var blank *pendingWrite
+	var blankPos int64
+	nextFrom := int64(0)
+	if old := c.cur; old != nil {
+		pos := old.wrote.Load()
+		nextFrom = old.from + old.size
+		if pos < old.size {
+			old.wrote.Store(old.size)
+			if old.data != nil {
+				copy(old.data[pos:], blankRecord(old.size-pos))
+				c.publishLocked(old, old.size)
+			} else {
+				blank, blankPos = c.reserve(old, old.size), pos
+			}
+		}
+	} else if last := c.mfq.last(); last != nil {
+		nextFrom = last.from + last.size
+	}
+	next := c.alloc.take(nextFrom)
+	if next == nil {
+		// No file is ready. The writer does not wait for the allocator:
+		// it continues into a bounded in-memory spill that the allocator
+		// copies into the file once it exists (counted).
+		if c.cfg.WriteSpillSize <= 0 {
+			c.st.stats.putWaitedOnCreate.Add(1)
+			var err error
+			if next, err = c.alloc.takeOrCreate(nextFrom); err != nil {
+				return nil, blank, blankPos, err
+			}
+		} else {
+			c.st.stats.spills.Add(1)
+			next = newSpillFile(c.mfq.dir, nextFrom, c.cfg.MappedFileSizeCommitLog, c.cfg.WriteSpillSize)
+			c.spilling.Store(next)
+		}
+	}
+	if err := c.mfq.appendFile(next); err != nil {
+		next.destroy(true, 0, 0)
+		return nil, blank, blankPos, err
+	}
+	c.cur = next
+	c.halfKicked = false
+	c.alloc.kick()
+	return next, blank, blankPos, nil
+}
+
+func (c *CommitLog) publishLocked(mf *MappedFile, end int64) {
+	c.pubMu.Lock()
+	if len(c.pending) == 0 {
+		c.advance(mf, end)
+	} else {
+		c.pending = append(c.pending, &pendingWrite{mf: mf, end: end, done: true})
+	}
+	c.pubMu.Unlock()
+}
+
+func (c *CommitLog) reserve(mf *MappedFile, end int64) *pendingWrite {
+	w := &pendingWrite{mf: mf, end: end}
+	c.pubMu.Lock()
+	c.pending = append(c.pending, w)
+	c.pubMu.Unlock()
+	return w
+}
+
+func (c *CommitLog) complete(w *pendingWrite, err error) {
+	c.pubMu.Lock()
+	w.done, w.err = true, err
+	for len(c.pending) > 0 && c.pending[0].done && c.pending[0].err == nil {
+		p := c.pending[0]
+		c.advance(p.mf, p.end)
+		c.pending[0] = nil
+		c.pending = c.pending[1:]
+	}
+	c.pubMu.Unlock()
+}
+
+func (c *CommitLog) advance(mf *MappedFile, end int64) {
+	mf.committed.Store(end)
+	c.visible.Store(mf.from + end)
+}
+
+func (c *CommitLog) kickDispatch() {
+	select {
+	case c.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+// read copies size bytes at commit-log offset phy into dst (grown as
+// needed) and returns the slice.
+func (c *CommitLog) read(dst []byte, phy int64, size int) ([]byte, error) {
+	if phy < 0 || phy+int64(size) > c.visible.Load() {
+		return dst, fmt.Errorf("%w: [%d, %d) beyond the readable end %d", ErrOffsetNotFound, phy, phy+int64(size), c.visible.Load())
+	}
+	mf := c.mfq.find(phy)
+	if mf == nil {
+		return dst, fmt.Errorf("%w: %d is below the first file (min %d)", ErrOffsetNotFound, phy, c.minOffset())
+	}
+	defer mf.release()
+	pos := phy - mf.from
+	if pos+int64(size) > mf.size {
+		return dst, fmt.Errorf("%w: [%d, %d) crosses the end of %s", ErrOffsetNotFound, phy, phy+int64(size), mf.path)
+	}
+	n := len(dst)
+	dst = growLen(dst, size)
+	var err error
+	if mf.data != nil && c.visible.Load()-phy <= hotWindow {
+		err = mf.copyMapped(dst[n:], pos)
+	} else {
+		err = mf.readAt(dst[n:], pos)
+	}
+	if err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
+}
+
+// recordAt reads the whole record at phy.
+func (c *CommitLog) recordAt(phy int64) ([]byte, error) {
+	head, err := c.read(nil, phy, 8)
+	if err != nil {
+		return nil, err
+	}
+	size := int(int32(binary.BigEndian.Uint32(head)))
+	magic := int32(binary.BigEndian.Uint32(head[4:]))
+	if magic != message.MagicCodeV1 && magic != message.MagicCodeV2 {
+		return nil, fmt.Errorf("%w: no record at %d (magic %#08x)", ErrOffsetNotFound, phy, uint32(magic))
+	}
+	if size < message.MinRecordSize || int64(size) > c.cfg.MappedFileSizeCommitLog {
+		return nil, fmt.Errorf("%w: record at %d has size %d", ErrCorrupt, phy, size)
+	}
+	rec, err := c.read(nil, phy, size)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := message.CheckRecord(rec); err != nil {
+		return nil, fmt.Errorf("%w: record at %d: %w", ErrCorrupt, phy, err)
+	}
+	return rec, nil
+}
+
+func growLen(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b[:len(b)+n]
+	}
+	nb := make([]byte, len(b)+n, 2*len(b)+n)
+	copy(nb, b)
+	return nb
+}
+
+// getBuf and putBuf pool encode buffers.
+func (c *CommitLog) getBuf() *[]byte { return c.bufPool.Get().(*[]byte) }
+func (c *CommitLog) putBuf(b *[]byte) {
+	if cap(*b) > 1<<20 {
+		return
+	}
+	*b = (*b)[:0]
+	c.bufPool.Put(b)
+}
+
+// setQueueOffset sets the next logical offset of a queue (recovery).
+func (c *CommitLog) setQueueOffset(k queueKey, next int64) {
+	c.lock.Lock()
+	c.queueOffsets[k] = next
+	c.lock.Unlock()
+}
+
+func (c *CommitLog) removeQueueOffsets(topic string) {
+	c.lock.Lock()
+	for k := range c.queueOffsets {
+		if k.topic == topic {
+			delete(c.queueOffsets, k)
+		}
+	}
+	c.lock.Unlock()
+}

@@ -1,0 +1,309 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// CQEntrySize is the size of a consume-queue entry:
+//
+//	+----------------------+------------+----------------------+
+//	| commit-log offset 8  | size 4     | tag code 8           |
+//	+----------------------+------------+----------------------+
+const CQEntrySize = 20
+
+// CQEntry is one decoded consume-queue entry.
+type CQEntry struct {
+	Offset   int64 // commit-log offset of the record
+	Size     int32
+	TagsCode int64
+}
+
+// DecodeCQEntry decodes a 20-byte entry. ok is false for an entry that was
+// never written (zero size) or is impossible (negative offset).
+func DecodeCQEntry(b []byte) (CQEntry, bool) {
+	if len(b) < CQEntrySize {
+		return CQEntry{}, false
+	}
+	e := CQEntry{
+		Offset:   int64(binary.BigEndian.Uint64(b)),
+		Size:     int32(binary.BigEndian.Uint32(b[8:])),
+		TagsCode: int64(binary.BigEndian.Uint64(b[12:])),
+	}
+	return e, e.Offset >= 0 && e.Size > 0
+}
+
+// AppendCQEntry appends the encoding of e to dst.
+func AppendCQEntry(dst []byte, e CQEntry) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(e.Offset))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(e.Size))
+	return binary.BigEndian.AppendUint64(dst, uint64(e.TagsCode))
+}
+
+// ConsumeQueue is the index of one topic queue: entry i (logical offset i)
+// at byte i*20 of the queue, in files of mappedFileSizeConsumeQueue bytes
+// named by their first byte's 20-digit offset. The dispatcher is the only
+// writer (pwrite); readers use pread below maxOffset.
+type ConsumeQueue struct {
+	topic   string
+	queueID int32
+	mfq     *MappedFileQueue
+	fsize   int64
+
+	mu        sync.Mutex // writer side: append, truncate, flush, delete
+	minOffset atomic.Int64
+	maxOffset atomic.Int64 // exclusive: entries written
+	maxPhyEnd atomic.Int64 // commit-log end of the last entry
+	flushedTo atomic.Int64 // logical offset durable
+	dirty     atomic.Bool
+}
+
+func newConsumeQueue(st *DefaultMessageStore, topic string, queueID int32) *ConsumeQueue {
+	dir := filepath.Join(st.cfg.consumeQueueDir(), topic, strconv.Itoa(int(queueID)))
+	fsize := st.cfg.MappedFileSizeConsumeQueue / CQEntrySize * CQEntrySize
+	return &ConsumeQueue{topic: topic, queueID: queueID, fsize: fsize,
+		mfq: newMappedFileQueue(st.fs, dir, fsize, false)}
+}
+
+// load opens the files and finds the last written entry. With scan the
+// last file is read forward and cut at the first invalid entry (abnormal
+// recovery); otherwise the last non-zero entry ends it.
+func (cq *ConsumeQueue) load(scan bool) error {
+	if err := cq.mfq.load(); err != nil {
+		return err
+	}
+	files := cq.mfq.snapshot()
+	if len(files) == 0 {
+		return nil
+	}
+	for _, mf := range files {
+		mf.setPositions(mf.size)
+	}
+	lastIdx := len(files) - 1
+	var end int64 = -1
+	for i := lastIdx; i >= 0 && end < 0; i-- {
+		mf := files[i]
+		pos, phyEnd, err := cq.scanFile(mf, scan)
+		if err != nil {
+			return err
+		}
+		if pos > 0 || i == 0 {
+			end = mf.from + pos
+			cq.maxPhyEnd.Store(phyEnd)
+		}
+	}
+	if err := cq.mfq.truncateFrom(end); err != nil {
+		return err
+	}
+	cq.maxOffset.Store(end / CQEntrySize)
+	cq.flushedTo.Store(end / CQEntrySize)
+	first := files[0]
+	cq.minOffset.Store(first.from / CQEntrySize)
+	return nil
+}
+
+// scanFile finds the end of the written entries of mf.
+func (cq *ConsumeQueue) scanFile(mf *MappedFile, forward bool) (int64, int64, error) {
+	buf := make([]byte, 64<<10/CQEntrySize*CQEntrySize)
+	var end, phyEnd int64
+	for off := int64(0); off < mf.size; off += int64(len(buf)) {
+		n := min(int64(len(buf)), mf.size-off)
+		if _, err := mf.f.ReadAt(buf[:n], off); err != nil {
+			return 0, 0, fmt.Errorf("store: read %s at %d: %w", mf.path, off, err)
+		}
+		for i := int64(0); i+CQEntrySize <= n; i += CQEntrySize {
+			e, ok := DecodeCQEntry(buf[i:])
+			if !ok {
+				if forward {
+					return end, phyEnd, nil
+				}
+				continue
+			}
+			end = off + i + CQEntrySize
+			phyEnd = e.Offset + int64(e.Size)
+		}
+	}
+	return end, phyEnd, nil
+}
+
+// appendEntries writes entries starting at logical offset first. Entries
+// already present are skipped; a gap is refused.
+func (cq *ConsumeQueue) appendEntries(st *DefaultMessageStore, first int64, entries []byte) error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	max := cq.maxOffset.Load()
+	n := int64(len(entries) / CQEntrySize)
+	if first+n <= max {
+		return nil // already dispatched
+	}
+	if first < max {
+		entries = entries[(max-first)*CQEntrySize:]
+		first = max
+	}
+	if first > max {
+		if max == 0 && cq.mfq.count() == 0 {
+			// A queue that starts past zero (its earlier files were
+			// deleted, or the topic was recreated): begin there.
+			cq.minOffset.Store(first)
+			cq.maxOffset.Store(first)
+			cq.flushedTo.Store(first)
+		} else {
+			return fmt.Errorf("%w: consume queue %s-%d: entry %d after max %d", ErrCorrupt, cq.topic, cq.queueID, first, max)
+		}
+	}
+	for len(entries) > 0 {
+		pos := first * CQEntrySize
+		mf := cq.mfq.last()
+		if mf == nil || pos >= mf.from+mf.size {
+			from := pos / cq.fsize * cq.fsize
+			nm, err := createMappedFile(st.fs, cq.mfq.dir, from, cq.fsize, AllocFallocate, false)
+			if err != nil {
+				if mkErr := st.fs.MkdirAll(cq.mfq.dir, 0o755); mkErr == nil {
+					nm, err = createMappedFile(st.fs, cq.mfq.dir, from, cq.fsize, AllocFallocate, false)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if err := cq.mfq.appendFile(nm); err != nil {
+				nm.destroy(true, 0, 0)
+				return err
+			}
+			mf = nm
+		}
+		rel := pos - mf.from
+		k := min(int64(len(entries)), mf.size-rel)
+		if _, err := mf.f.WriteAt(entries[:k], rel); err != nil {
+			return fmt.Errorf("store: write %s at %d: %w", mf.path, rel, err)
+		}
+		mf.setWrote(rel + k)
+		last, _ := DecodeCQEntry(entries[k-CQEntrySize:])
+		cq.maxPhyEnd.Store(last.Offset + int64(last.Size))
+		first += k / CQEntrySize
+		cq.maxOffset.Store(first)
+		entries = entries[k:]
+	}
+	cq.dirty.Store(true)
+	return nil
+}
+
+// readEntries reads up to n entries from logical offset off, within one
+// file. It returns the bytes and the logical offset where that file ends.
+func (cq *ConsumeQueue) readEntries(dst []byte, off int64, n int) ([]byte, int64, error) {
+	max := cq.maxOffset.Load()
+	if off >= max || n <= 0 {
+		return dst[:0], off, nil
+	}
+	pos := off * CQEntrySize
+	mf := cq.mfq.find(pos)
+	if mf == nil {
+		return dst[:0], (pos/cq.fsize + 1) * cq.fsize / CQEntrySize, nil
+	}
+	defer mf.release()
+	fileEnd := (mf.from + mf.size) / CQEntrySize
+	k := min(int64(n), max-off, fileEnd-off)
+	dst = growLen(dst[:0], int(k*CQEntrySize))
+	if _, err := mf.f.ReadAt(dst, pos-mf.from); err != nil {
+		return dst[:0], fileEnd, fmt.Errorf("store: read %s at %d: %w", mf.path, pos-mf.from, err)
+	}
+	return dst, fileEnd, nil
+}
+
+// entryAt reads one entry.
+func (cq *ConsumeQueue) entryAt(off int64) (CQEntry, bool) {
+	var b [CQEntrySize]byte
+	got, _, err := cq.readEntries(b[:], off, 1)
+	if err != nil || len(got) < CQEntrySize {
+		return CQEntry{}, false
+	}
+	return DecodeCQEntry(got)
+}
+
+// flush fdatasyncs the files holding unflushed entries.
+func (cq *ConsumeQueue) flush() error {
+	if !cq.dirty.Swap(false) {
+		return nil
+	}
+	cq.mu.Lock()
+	max := cq.maxOffset.Load()
+	from := cq.flushedTo.Load()
+	cq.mu.Unlock()
+	for off := from; off < max; {
+		mf := cq.mfq.find(off * CQEntrySize)
+		if mf == nil {
+			break
+		}
+		err := mf.f.Datasync()
+		next := (mf.from + mf.size) / CQEntrySize
+		mf.release()
+		if err != nil {
+			cq.dirty.Store(true)
+			return fmt.Errorf("store: sync %s: %w", mf.path, err)
+		}
+		off = next
+	}
+	cq.flushedTo.Store(max)
+	return nil
+}
+
+// truncatePhy drops entries whose record ends past phyMax.
+func (cq *ConsumeQueue) truncatePhy(phyMax int64) error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.maxPhyEnd.Load() <= phyMax {
+		return nil
+	}
+	lo, hi := cq.minOffset.Load(), cq.maxOffset.Load()
+	// Entries are in commit-log order: find the first ending past phyMax.
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		e, ok := cq.entryAt(mid)
+		if ok && e.Offset+int64(e.Size) <= phyMax {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if err := cq.mfq.truncateFrom(lo * CQEntrySize); err != nil {
+		return err
+	}
+	cq.maxOffset.Store(lo)
+	if cq.flushedTo.Load() > lo {
+		cq.flushedTo.Store(lo)
+	}
+	if lo < cq.minOffset.Load() {
+		cq.minOffset.Store(lo)
+	}
+	var phyEnd int64
+	if lo > cq.minOffset.Load() {
+		if e, ok := cq.entryAt(lo - 1); ok {
+			phyEnd = e.Offset + int64(e.Size)
+		}
+	}
+	cq.maxPhyEnd.Store(phyEnd)
+	return nil
+}
+
+// correctMinOffset moves minOffset to the first entry whose record is at
+// or after phyMin.
+func (cq *ConsumeQueue) correctMinOffset(phyMin int64) {
+	lo, hi := cq.minOffset.Load(), cq.maxOffset.Load()
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		e, ok := cq.entryAt(mid)
+		if ok && e.Offset < phyMin {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo > cq.minOffset.Load() {
+		cq.minOffset.Store(lo)
+	}
+}
+
+func (cq *ConsumeQueue) close() error { return cq.mfq.close() }

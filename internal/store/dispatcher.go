@@ -1,0 +1,285 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/message"
+)
+
+// scheduleTopic holds delayed messages; its tag field is the delivery time.
+const scheduleTopic = "SCHEDULE_TOPIC_XXXX"
+
+// dispatchRequest is what the dispatcher takes from one record.
+type dispatchRequest struct {
+	topic       string
+	queueID     int32
+	queueOffset int64
+	phy         int64
+	size        int32
+	tagsCode    int64
+	storeTs     int64
+	sysFlag     int32
+	keys        string
+	uniqKey     string
+}
+
+// dispatcher ("reput") reads what the CommitLog made readable and appends
+// consume-queue entries, then runs the OnDispatch callbacks.
+type dispatcher struct {
+	st        *DefaultMessageStore
+	reputFrom atomic.Int64
+	stopCh    chan struct{}
+	wg        sync.WaitGroup
+	buf       []byte
+	lastErr   atomic.Pointer[string]
+}
+
+func newDispatcher(st *DefaultMessageStore) *dispatcher {
+	return &dispatcher{st: st, stopCh: make(chan struct{})}
+}
+
+func (d *dispatcher) start() {
+	d.wg.Add(1)
+	go d.run()
+}
+
+func (d *dispatcher) stop() {
+	close(d.stopCh)
+	d.wg.Wait()
+	// Dispatch what is left so a clean shutdown leaves the queues complete.
+	_ = d.pass()
+}
+
+func (d *dispatcher) run() {
+	defer d.wg.Done()
+	c := d.st.commitLog
+	for {
+		t := time.NewTimer(time.Second)
+		select {
+		case <-d.stopCh:
+			t.Stop()
+			return
+		case <-c.kickCh:
+		case <-t.C:
+		}
+		t.Stop()
+		if err := d.pass(); err != nil {
+			msg := err.Error()
+			if p := d.lastErr.Load(); p == nil || *p != msg {
+				d.st.logger.Error("store: dispatch stopped", "offset", d.reputFrom.Load(), "err", err)
+				d.lastErr.Store(&msg)
+			}
+		}
+	}
+}
+
+type queueBatch struct {
+	cq      *ConsumeQueue
+	first   int64
+	entries []byte
+	touched bool
+}
+
+// pass dispatches everything readable. It is also run synchronously by
+// recovery.
+func (d *dispatcher) pass() error {
+	c := d.st.commitLog
+	batches := map[queueKey]*queueBatch{}
+	var order []queueKey
+	flushBatches := func() error {
+		for _, k := range order {
+			b := batches[k]
+			if len(b.entries) == 0 {
+				continue
+			}
+			if err := b.cq.appendEntries(d.st, b.first, b.entries); err != nil {
+				return err
+			}
+			b.first += int64(len(b.entries) / CQEntrySize)
+			b.entries = b.entries[:0]
+			b.touched = true
+		}
+		return nil
+	}
+	defer func() {
+		for _, k := range order {
+			if b := batches[k]; b.touched {
+				d.st.notifyDispatch(k.topic, k.queueID, b.cq.maxOffset.Load())
+			}
+		}
+	}()
+	chunk := 1 << 20
+	for {
+		start := c.monoNs()
+		from := d.reputFrom.Load()
+		end := c.visible.Load()
+		if from >= end {
+			return flushBatches()
+		}
+		mf := c.mfq.find(from)
+		if mf == nil {
+			if min := c.minOffset(); from < min {
+				d.reputFrom.Store(min)
+				continue
+			}
+			return flushBatches()
+		}
+		fileEnd := mf.from + mf.size
+		lim := min(end, fileEnd, from+int64(chunk))
+		if cap(d.buf) < int(lim-from) {
+			d.buf = make([]byte, lim-from)
+		}
+		buf := d.buf[:lim-from]
+		err := mf.readAt(buf, from-mf.from)
+		mf.release()
+		if err != nil {
+			return err
+		}
+		p := 0
+		next := from
+		for p+blankSize <= len(buf) {
+			size := int(int32(binary.BigEndian.Uint32(buf[p:])))
+			magic := int32(binary.BigEndian.Uint32(buf[p+4:]))
+			if magic == message.BlankMagicCode {
+				next = fileEnd
+				p = len(buf)
+				break
+			}
+			if size <= 0 || int64(size) > c.cfg.MappedFileSizeCommitLog {
+				return fmt.Errorf("%w: record at %d has size %d", ErrCorrupt, from+int64(p), size)
+			}
+			if p+size > len(buf) {
+				if lim-from < int64(chunk) && lim == end {
+					return fmt.Errorf("%w: record at %d (%d bytes) runs past the readable end %d", ErrCorrupt, from+int64(p), size, end)
+				}
+				chunk = max(chunk, size)
+				break
+			}
+			req, err := d.st.parseDispatch(buf[p:p+size], from+int64(p))
+			if err != nil {
+				return err
+			}
+			if req.topic != "" {
+				k := queueKey{req.topic, req.queueID}
+				b := batches[k]
+				if b == nil {
+					b = &queueBatch{cq: d.st.consumeQueue(req.topic, req.queueID, true), first: req.queueOffset}
+					batches[k] = b
+					order = append(order, k)
+				}
+				if b.first+int64(len(b.entries)/CQEntrySize) != req.queueOffset {
+					if err := b.cq.appendEntries(d.st, b.first, b.entries); err != nil {
+						return err
+					}
+					if len(b.entries) > 0 {
+						b.touched = true
+					}
+					b.first, b.entries = req.queueOffset, b.entries[:0]
+				}
+				b.entries = AppendCQEntry(b.entries, CQEntry{Offset: req.phy, Size: req.size, TagsCode: req.tagsCode})
+				d.st.dispatchIndex(&req)
+			}
+			d.st.stats.dispatched.Add(1)
+			p += size
+			next = from + int64(p)
+		}
+		if err := flushBatches(); err != nil {
+			return err
+		}
+		d.reputFrom.Store(next)
+		d.st.stats.dispatch.observeNs(c.monoNs() - start)
+	}
+}
+
+// parseDispatch reads the fields dispatch needs from a record at phy.
+// Prepared and rolled-back transaction records get no queue entry (topic
+// left empty).
+func (st *DefaultMessageStore) parseDispatch(rec []byte, phy int64) (dispatchRequest, error) {
+	h, err := message.ParseRecordHeader(rec)
+	if err != nil {
+		return dispatchRequest{}, fmt.Errorf("%w: record at %d: %w", ErrCorrupt, phy, err)
+	}
+	if h.PhysicalOffset != phy {
+		return dispatchRequest{}, fmt.Errorf("%w: record at %d says it is at %d", ErrCorrupt, phy, h.PhysicalOffset)
+	}
+	req := dispatchRequest{phy: phy, size: h.TotalSize, storeTs: h.StoreTimestamp, sysFlag: h.SysFlag}
+	switch message.TransactionValue(h.SysFlag) {
+	case message.TransactionPreparedType, message.TransactionRollbackType:
+		return req, nil
+	}
+	req.topic, req.queueID, req.queueOffset = h.Topic, h.QueueID, h.QueueOffset
+	props := string(rec[h.PropertiesOffset : h.PropertiesOffset+h.PropertiesLen])
+	tags, _ := message.LookupProperty(props, message.PropertyTags)
+	req.tagsCode = message.TagsHashCode(tags)
+	if h.Topic == scheduleTopic {
+		if lv, ok := message.LookupProperty(props, message.PropertyDelayTimeLevel); ok {
+			if level, err := strconv.Atoi(lv); err == nil && level > 0 {
+				req.tagsCode = h.StoreTimestamp + st.delayMillis(level)
+			}
+		}
+	}
+	req.keys, _ = message.LookupProperty(props, message.PropertyKeys)
+	req.uniqKey, _ = message.LookupProperty(props, message.PropertyUniqClientMessageIDKeyIdx)
+	return req, nil
+}
+
+// delayMillis is the delay of a level of messageDelayLevel (clamped).
+func (st *DefaultMessageStore) delayMillis(level int) int64 {
+	if len(st.delayLevels) == 0 {
+		return 0
+	}
+	if level > len(st.delayLevels) {
+		level = len(st.delayLevels)
+	}
+	return st.delayLevels[level-1]
+}
+
+// parseDelayLevels parses "1s 5s 10s 30s 1m ... 2h".
+func parseDelayLevels(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range splitFields(s) {
+		unit := f[len(f)-1]
+		n, err := strconv.ParseInt(f[:len(f)-1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: messageDelayLevel %q: %q", ErrConfig, s, f)
+		}
+		switch unit {
+		case 's':
+			n *= 1000
+		case 'm':
+			n *= 60 * 1000
+		case 'h':
+			n *= 3600 * 1000
+		case 'd':
+			n *= 24 * 3600 * 1000
+		default:
+			return nil, fmt.Errorf("%w: messageDelayLevel %q: unit of %q", ErrConfig, s, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func splitFields(s string) []string {
+	var out []string
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ' ' || s[i] == '\t' {
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return out
+}
+
+var errDispatchStopped = errors.New("store: dispatcher stopped")

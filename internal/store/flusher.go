@@ -1,0 +1,252 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// syncWaiter is a SYNC_FLUSH put waiting for the flush that covers it.
+type syncWaiter struct {
+	end      int64
+	deadline time.Time
+	res      PutResult
+	done     func(PutResult)
+	state    atomic.Int32 // 0 waiting, 1 completed
+}
+
+func (w *syncWaiter) complete(status PutStatus, remark string) {
+	if !w.state.CompareAndSwap(0, 1) {
+		return
+	}
+	r := w.res
+	if status != PutOK {
+		r.Status, r.Remark = status, remark
+	}
+	w.done(r)
+}
+
+// flusher makes the CommitLog durable: on a timer (ASYNC_FLUSH) or as a
+// group commit for the waiting SYNC_FLUSH puts, from one goroutine. A
+// second goroutine answers waiters whose syncFlushTimeout passed while a
+// flush is still running. No flush ever runs under the put lock.
+type flusher struct {
+	c *CommitLog
+
+	wmu     sync.Mutex
+	waiters []*syncWaiter
+
+	kickCh   chan struct{}
+	reaperCh chan struct{}
+	stopCh   chan struct{}
+	wg       sync.WaitGroup
+	failed   atomic.Bool // an fsync failed: never flush again
+	lastFull time.Time
+}
+
+func newFlusher(c *CommitLog) *flusher {
+	return &flusher{c: c, kickCh: make(chan struct{}, 1), reaperCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
+}
+
+func (f *flusher) kick() {
+	select {
+	case f.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+func (f *flusher) start() {
+	f.lastFull = time.Now()
+	f.wg.Add(2)
+	go f.run()
+	go f.reap()
+}
+
+// stop ends both goroutines after a final flush and answers every waiter.
+func (f *flusher) stop() {
+	close(f.stopCh)
+	f.wg.Wait()
+	if !f.failed.Load() {
+		if err := f.flushTo(f.c.visible.Load()); err != nil {
+			f.fail(err)
+		}
+	}
+	f.completeCovered()
+	f.failAll(ServiceNotAvailable, "store shut down before the flush covered the message")
+}
+
+// wait registers a SYNC_FLUSH completion for a record run ending at end.
+func (f *flusher) wait(end int64, res PutResult, done func(PutResult)) {
+	w := &syncWaiter{end: end, res: res, done: done,
+		deadline: time.Now().Add(time.Duration(f.c.cfg.SyncFlushTimeout) * time.Millisecond)}
+	if f.failed.Load() {
+		w.complete(ServiceNotAvailable, f.c.st.readOnlyRemark())
+		return
+	}
+	f.wmu.Lock()
+	f.waiters = append(f.waiters, w)
+	first := len(f.waiters) == 1
+	f.wmu.Unlock()
+	if f.failed.Load() { // raced with a failure that drained the list
+		f.failAll(ServiceNotAvailable, f.c.st.readOnlyRemark())
+	}
+	f.kick()
+	if first {
+		select {
+		case f.reaperCh <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (f *flusher) run() {
+	defer f.wg.Done()
+	sync := f.c.cfg.FlushDiskType == SyncFlush
+	for {
+		interval := time.Duration(max(f.c.cfg.FlushIntervalCommitLog, 1)) * time.Millisecond
+		if sync {
+			interval = 10 * time.Millisecond // also flush what ASYNC-style (WAIT=false) puts left
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-f.stopCh:
+			t.Stop()
+			return
+		case <-f.kickCh:
+		case <-t.C:
+		}
+		t.Stop()
+		if f.failed.Load() {
+			continue
+		}
+		target := f.c.visible.Load()
+		if !sync && !f.hasWaiters() {
+			least := int64(f.c.cfg.FlushCommitLogLeastPages) * osPageSize
+			thorough := time.Since(f.lastFull) >= time.Duration(f.c.cfg.FlushCommitLogThoroughInterval)*time.Millisecond
+			if thorough {
+				f.lastFull = time.Now()
+			} else if target-f.c.flushedWhere.Load() < least {
+				continue
+			}
+		}
+		if err := f.flushTo(target); err != nil {
+			f.fail(err)
+			continue
+		}
+		f.completeCovered()
+	}
+}
+
+func (f *flusher) hasWaiters() bool {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	return len(f.waiters) > 0
+}
+
+// flushTo syncs the files holding [flushedWhere, target).
+func (f *flusher) flushTo(target int64) error {
+	for f.c.flushedWhere.Load() < target {
+		where := f.c.flushedWhere.Load()
+		mf := f.c.mfq.find(where)
+		if mf == nil {
+			return nil // a spill not yet in a file, or nothing to flush
+		}
+		start := f.c.monoNs()
+		pos, err := mf.flush()
+		f.c.st.stats.flush.observeNs(f.c.monoNs() - start)
+		f.c.st.stats.flushes.Add(1)
+		if err != nil {
+			mf.release()
+			return err
+		}
+		f.c.flushedWhere.Store(mf.from + pos)
+		full := pos >= mf.size
+		mf.lastStoreTs.Store(f.c.fs.Now().UnixMilli())
+		mf.release()
+		if !full {
+			break
+		}
+	}
+	return nil
+}
+
+// fail turns the store read-only after a failed sync; nothing is flushed
+// again (a failed range is never retried) and every waiter is answered.
+func (f *flusher) fail(err error) {
+	f.failed.Store(true)
+	f.c.st.setReadOnly(err)
+	f.failAll(ServiceNotAvailable, f.c.st.readOnlyRemark())
+}
+
+func (f *flusher) completeCovered() {
+	flushed := f.c.flushedWhere.Load()
+	f.wmu.Lock()
+	var done []*syncWaiter
+	keep := f.waiters[:0]
+	for _, w := range f.waiters {
+		if w.end <= flushed {
+			done = append(done, w)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(f.waiters[len(keep):])
+	f.waiters = keep
+	f.wmu.Unlock()
+	for _, w := range done {
+		w.complete(PutOK, "")
+	}
+}
+
+func (f *flusher) failAll(status PutStatus, remark string) {
+	f.wmu.Lock()
+	ws := f.waiters
+	f.waiters = nil
+	f.wmu.Unlock()
+	for _, w := range ws {
+		w.complete(status, remark)
+	}
+}
+
+// reap answers FLUSH_DISK_TIMEOUT to waiters past their deadline, while
+// the flusher may be stuck in a slow fsync.
+func (f *flusher) reap() {
+	defer f.wg.Done()
+	for {
+		f.wmu.Lock()
+		var next time.Time
+		now := time.Now()
+		var expired []*syncWaiter
+		keep := f.waiters[:0]
+		for _, w := range f.waiters {
+			if !now.Before(w.deadline) {
+				expired = append(expired, w)
+				continue
+			}
+			keep = append(keep, w)
+			if next.IsZero() || w.deadline.Before(next) {
+				next = w.deadline
+			}
+		}
+		clear(f.waiters[len(keep):])
+		f.waiters = keep
+		f.wmu.Unlock()
+		for _, w := range expired {
+			f.c.st.stats.flushTimeouts.Add(1)
+			w.complete(FlushDiskTimeout, fmt.Sprintf("flush did not cover the message within syncFlushTimeout=%dms", f.c.cfg.SyncFlushTimeout))
+		}
+		var tc <-chan time.Time
+		if !next.IsZero() {
+			t := time.NewTimer(time.Until(next))
+			tc = t.C
+			defer t.Stop()
+		}
+		select {
+		case <-f.stopCh:
+			return
+		case <-f.reaperCh:
+		case <-tc:
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/spoolmq/spool/message"
+)
+
+var readBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
+
+// checkStoredRecord validates a record read for a pull: size, magic, its
+// own physical-offset field and the body CRC. It allocates nothing.
+func checkStoredRecord(rec []byte, phy int64) error {
+	if len(rec) < message.MinRecordSize {
+		return fmt.Errorf("%w: record at %d is %d bytes", ErrCorrupt, phy, len(rec))
+	}
+	if size := int(int32(binary.BigEndian.Uint32(rec))); size != len(rec) {
+		return fmt.Errorf("%w: record at %d has size %d, consume queue says %d", ErrCorrupt, phy, size, len(rec))
+	}
+	if magic := int32(binary.BigEndian.Uint32(rec[4:])); magic != message.MagicCodeV1 && magic != message.MagicCodeV2 {
+		return fmt.Errorf("%w: record at %d has magic %#08x", ErrCorrupt, phy, uint32(magic))
+	}
+	if got := int64(binary.BigEndian.Uint64(rec[28:])); got != phy {
+		return fmt.Errorf("%w: record at %d says it is at %d", ErrCorrupt, phy, got)
+	}
+	sys := int32(binary.BigEndian.Uint32(rec[36:]))
+	bw, sw := 4, 4
+	if sys&message.SysFlagBornHostV6 != 0 {
+		bw = 16
+	}
+	if sys&message.SysFlagStoreHostV6 != 0 {
+		sw = 16
+	}
+	p := 48 + bw + 4 + 8 + sw + 4 + 4 + 8
+	if p+4 > len(rec) {
+		return fmt.Errorf("%w: record at %d too short for its hosts", ErrCorrupt, phy)
+	}
+	n := int(int32(binary.BigEndian.Uint32(rec[p:])))
+	if n < 0 || p+4+n > len(rec) {
+		return fmt.Errorf("%w: record at %d has body length %d", ErrCorrupt, phy, n)
+	}
+	if crc := message.BodyCRC(rec[p+4 : p+4+n]); crc != int32(binary.BigEndian.Uint32(rec[8:])) {
+		return fmt.Errorf("%w: record at %d fails its body CRC", ErrCorrupt, phy)
+	}
+	return nil
+}
+
+// batchFull is RocketMQ's isTheBatchFull.
+func (st *DefaultMessageStore) batchFull(sizePy, maxMsgNums, maxBytes, bufferTotal, messageTotal int, inDisk bool) bool {
+	if bufferTotal == 0 || messageTotal == 0 {
+		return false
+	}
+	if messageTotal >= maxMsgNums {
+		return true
+	}
+	if maxBytes > 0 && bufferTotal+sizePy > maxBytes {
+		return true
+	}
+	if inDisk {
+		return bufferTotal+sizePy > st.cfg.MaxTransferBytesOnMessageInDisk || messageTotal > st.cfg.MaxTransferCountOnMessageInDisk-1
+	}
+	return bufferTotal+sizePy > st.cfg.MaxTransferBytesOnMessageInMemory || messageTotal > st.cfg.MaxTransferCountOnMessageInMemory-1
+}
+
+// GetMessage reads up to maxMsgNums messages of topic/queueID from offset.
+func (st *DefaultMessageStore) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
+	r := &GetResult{}
+	if st.state.Load() != stateRunning {
+		r.Status, r.NextBeginOffset = NoMatchedLogicQueue, offset
+		return r
+	}
+	cq := st.consumeQueue(topic, queueID, false)
+	if cq == nil {
+		r.Status, r.NextBeginOffset = NoMatchedLogicQueue, 0
+		return r
+	}
+	minOff, maxOff := cq.minOffset.Load(), cq.maxOffset.Load()
+	r.MinOffset, r.MaxOffset = minOff, maxOff
+	switch {
+	case maxOff == 0:
+		r.Status, r.NextBeginOffset = NoMessageInQueue, 0
+		return r
+	case offset < minOff:
+		r.Status, r.NextBeginOffset = OffsetTooSmall, minOff
+		return r
+	case offset == maxOff:
+		r.Status, r.NextBeginOffset = OffsetOverflowOne, offset
+		return r
+	case offset > maxOff:
+		r.Status, r.NextBeginOffset = OffsetOverflowBadly, maxOff
+		return r
+	}
+	if maxMsgNums <= 0 {
+		maxMsgNums = 1
+	}
+	c := st.commitLog
+	maxPhy := c.maxOffset()
+	minPhy := c.minOffset()
+	mem := st.memoryWindow()
+	maxFilter := max(16000, int(maxMsgNums)*CQEntrySize)
+
+	ebp := readBufPool.Get().(*[]byte)
+	entries, fileEnd, err := cq.readEntries((*ebp)[:0], offset, maxFilter/CQEntrySize)
+	if err != nil || len(entries) == 0 {
+		*ebp = entries[:0]
+		readBufPool.Put(ebp)
+		r.Status, r.NextBeginOffset = OffsetFoundNull, fileEnd
+		if fileEnd > maxOff {
+			r.NextBeginOffset = maxOff
+		}
+		return r
+	}
+
+	type pick struct {
+		qo   int64
+		phy  int64
+		size int
+	}
+	var picks []pick
+	status := NoMatchedMessage
+	bufferTotal := 0
+	examined := 0
+	var maxPhyPulling int64
+	for i := 0; i+CQEntrySize <= len(entries); i += CQEntrySize {
+		e, ok := DecodeCQEntry(entries[i:])
+		if !ok {
+			examined = i/CQEntrySize + 1
+			continue
+		}
+		inDisk := maxPhy-e.Offset > mem
+		if st.batchFull(int(e.Size), int(maxMsgNums), int(maxBytes), bufferTotal, len(picks), inDisk) {
+			break
+		}
+		examined = i/CQEntrySize + 1
+		maxPhyPulling = e.Offset
+		if e.Offset < minPhy {
+			status = MessageWasRemoving
+			continue
+		}
+		if filter != nil && !filter.MatchTagsCode(e.TagsCode) {
+			continue
+		}
+		picks = append(picks, pick{offset + int64(i/CQEntrySize), e.Offset, int(e.Size)})
+		bufferTotal += int(e.Size)
+	}
+	*ebp = entries[:0]
+	readBufPool.Put(ebp)
+	r.NextBeginOffset = offset + int64(examined)
+
+	if len(picks) > 0 {
+		bp := readBufPool.Get().(*[]byte)
+		data := (*bp)[:0]
+		if cap(data) < bufferTotal {
+			data = make([]byte, 0, bufferTotal)
+		}
+		// Read runs of adjacent records with one pread each.
+		type span struct{ from, to int }
+		var spans []span
+		for i := 0; i < len(picks); {
+			j := i + 1
+			for j < len(picks) && picks[j].phy == picks[j-1].phy+int64(picks[j-1].size) {
+				j++
+			}
+			spans = append(spans, span{i, j})
+			i = j
+		}
+		offs := make([]int, len(picks))
+		ok := make([]bool, len(picks))
+		for _, sp := range spans {
+			first := picks[sp.from]
+			n := 0
+			for k := sp.from; k < sp.to; k++ {
+				n += picks[k].size
+			}
+			base := len(data)
+			var err error
+			data, err = c.read(data, first.phy, n)
+			if err != nil {
+				// Fall back to one read per record (a span may cross a
+				// file end or a removed file).
+				data = data[:base]
+				for k := sp.from; k < sp.to; k++ {
+					b := len(data)
+					data, err = c.read(data, picks[k].phy, picks[k].size)
+					if err == nil {
+						offs[k], ok[k] = b, true
+					} else {
+						data = data[:b]
+						status = MessageWasRemoving
+					}
+				}
+				continue
+			}
+			p := base
+			for k := sp.from; k < sp.to; k++ {
+				offs[k], ok[k] = p, true
+				p += picks[k].size
+			}
+		}
+		for k, pk := range picks {
+			if !ok[k] {
+				continue
+			}
+			rec := data[offs[k] : offs[k]+pk.size : offs[k]+pk.size]
+			if err := checkStoredRecord(rec, pk.phy); err != nil {
+				st.logger.Error("store: skipping an invalid record in a pull", "topic", topic, "queueId", queueID, "queueOffset", pk.qo, "err", err)
+				continue
+			}
+			if filter != nil && !filter.MatchRecord(rec) {
+				continue
+			}
+			r.Buffers = append(r.Buffers, rec)
+			r.QueueOffsets = append(r.QueueOffsets, pk.qo)
+			r.BufferTotalSize += pk.size
+		}
+		if len(r.Buffers) > 0 {
+			status = Found
+			r.SetRelease(func() {
+				*bp = data[:0]
+				if cap(data) <= 4<<20 {
+					readBufPool.Put(bp)
+				}
+			})
+		} else {
+			*bp = data[:0]
+			readBufPool.Put(bp)
+		}
+	}
+	r.Status = status
+	r.SuggestPullingFromSlave = maxPhy-maxPhyPulling > mem
+	return r
+}

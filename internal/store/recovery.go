@@ -1,0 +1,332 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spoolmq/spool/message"
+)
+
+// recover loads the files and brings the CommitLog, the consume queues and
+// the queue-offset table to a consistent state.
+//
+// Normal recovery (no abort file): the last three CommitLog files are
+// scanned to find the end. Abnormal recovery (abort file present): the
+// scan starts at the file holding the checkpoint's dispatched offset and
+// validates every record (magic, size, body CRC, its own physical-offset
+// field). An invalid record before the last flushed offset is corruption:
+// Start fails naming file and offset, or with skipCorruptedRecords the
+// record is skipped and counted. From the first invalid record past the
+// flushed offset the tail is cut (and zeroed), consume-queue entries
+// pointing past the end are truncated, and dispatch re-runs from the
+// checkpoint's dispatched offset before any put is accepted.
+func (st *DefaultMessageStore) recover() error {
+	_, err := st.fs.Stat(st.cfg.abortPath())
+	abnormal := err == nil
+	cp, haveCP, err := readCheckpoint(st.fs, st.cfg.checkpointPath())
+	if err != nil {
+		if !abnormal {
+			return err
+		}
+		st.logger.Warn("store: ignoring an unreadable checkpoint after a crash", "err", err)
+		cp, haveCP = Checkpoint{}, false
+	}
+	if !haveCP && abnormal {
+		cp = Checkpoint{}
+	}
+	c := st.commitLog
+	if err := c.mfq.load(); err != nil {
+		return err
+	}
+	if err := st.loadConsumeQueues(abnormal); err != nil {
+		return err
+	}
+	end, err := st.recoverCommitLog(abnormal, cp, haveCP)
+	if err != nil {
+		return err
+	}
+	for _, cq := range st.allQueues() {
+		if err := cq.truncatePhy(end); err != nil {
+			return err
+		}
+	}
+	// The writer's current file.
+	if last := c.mfq.last(); last != nil {
+		c.cur = last
+		if last.wrote.Load() >= last.size {
+			c.cur = nil // full: the next put rolls
+		}
+	}
+	c.visible.Store(end)
+	c.flushedWhere.Store(end)
+	next := int64(0)
+	if last := c.mfq.last(); last != nil {
+		next = last.from + last.size
+	}
+	c.alloc.setNext(next)
+	if c.cur == nil && c.mfq.count() == 0 {
+		mf, err := createMappedFile(st.fs, c.mfq.dir, 0, st.cfg.MappedFileSizeCommitLog, st.cfg.FileAllocation, c.mmapped)
+		if err != nil {
+			return err
+		}
+		if err := c.mfq.appendFile(mf); err != nil {
+			return err
+		}
+		c.cur = mf
+		c.alloc.setNext(mf.size)
+	}
+	// Re-dispatch what the queues may miss.
+	from := end
+	if haveCP || abnormal {
+		from = min(cp.LogicsDispatchedOffset, end)
+	}
+	if !haveCP {
+		from = c.minOffset()
+	}
+	from = max(from, c.minOffset())
+	st.disp.reputFrom.Store(from)
+	if err := st.disp.pass(); err != nil {
+		return fmt.Errorf("store: re-dispatch from %d: %w", from, err)
+	}
+	for _, cq := range st.allQueues() {
+		cq.correctMinOffset(c.minOffset())
+		c.queueOffsets[queueKey{cq.topic, cq.queueID}] = cq.maxOffset.Load()
+	}
+	if abnormal {
+		st.logger.Warn("store: recovered after a crash", "commitLogEnd", end, "redispatchedFrom", from,
+			"truncatedBytes", st.stats.truncatedBytes.Load(), "skippedRecords", st.stats.skippedCorrupt.Load())
+	}
+	return nil
+}
+
+func (st *DefaultMessageStore) loadConsumeQueues(abnormal bool) error {
+	root := st.cfg.consumeQueueDir()
+	if err := st.fs.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("store: mkdir %s: %w", root, err)
+	}
+	topics, err := st.fs.ReadDir(root)
+	if err != nil {
+		return fmt.Errorf("store: list %s: %w", root, err)
+	}
+	for _, t := range topics {
+		qs, err := st.fs.ReadDir(filepath.Join(root, t))
+		if err != nil {
+			continue // not a directory
+		}
+		for _, q := range qs {
+			id, err := strconv.ParseInt(q, 10, 32)
+			if err != nil {
+				continue
+			}
+			cq := st.consumeQueue(t, int32(id), true)
+			if err := cq.load(abnormal); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// recoverCommitLog finds the end of the valid records and cuts the rest.
+func (st *DefaultMessageStore) recoverCommitLog(abnormal bool, cp Checkpoint, haveCP bool) (int64, error) {
+	c := st.commitLog
+	files := c.mfq.snapshot()
+	if len(files) == 0 {
+		return 0, nil
+	}
+	flushedBoundary := cp.PhysicFlushedOffset
+	startIdx := max(0, len(files)-3)
+	if abnormal {
+		startIdx = 0
+		if haveCP {
+			at := min(cp.LogicsDispatchedOffset, cp.PhysicFlushedOffset)
+			for i, mf := range files {
+				if mf.from <= at && at < mf.from+mf.size {
+					startIdx = i
+				}
+			}
+			if at >= files[len(files)-1].from+files[len(files)-1].size {
+				startIdx = len(files) - 1
+			}
+		}
+	}
+	if !haveCP {
+		// No record of what was durable: everything found is treated as
+		// the unflushed tail (cut, never refused).
+		flushedBoundary = 0
+	}
+	checkCRC := st.cfg.CheckCRCOnRecover || abnormal
+	end := files[startIdx].from
+	for fi := startIdx; fi < len(files); fi++ {
+		mf := files[fi]
+		sc := &fileScanner{mf: mf}
+		pos := int64(0)
+		for pos < mf.size {
+			off := mf.from + pos
+			var verr error
+			hdr, err := sc.bytes(pos, blankSize)
+			if err != nil {
+				return 0, err
+			}
+			var size int64
+			if hdr == nil {
+				verr = fmt.Errorf("%d bytes left in the file, no room for an end-of-file marker", mf.size-pos)
+			} else {
+				size = int64(int32(binary.BigEndian.Uint32(hdr)))
+				magic := int32(binary.BigEndian.Uint32(hdr[4:]))
+				switch {
+				case magic == message.BlankMagicCode && size == mf.size-pos:
+					end = mf.from + mf.size
+					pos = mf.size
+					continue
+				case magic != message.MagicCodeV1 && magic != message.MagicCodeV2:
+					verr = fmt.Errorf("magic %#08x", uint32(magic))
+				case size < message.MinRecordSize || size+blankSize > mf.size-pos:
+					verr = fmt.Errorf("size %d with %d bytes left in the file", size, mf.size-pos)
+				default:
+					rec, err := sc.bytes(pos, size)
+					if err != nil {
+						return 0, err
+					}
+					verr = validateRecordAt(rec, off, size, magic, checkCRC)
+				}
+			}
+			if verr == nil {
+				pos += size
+				end = off + size
+				continue
+			}
+			if off >= flushedBoundary {
+				// The unflushed tail ends here.
+				return st.cutAt(off, abnormal)
+			}
+			if !st.cfg.SkipCorruptedRecords {
+				return 0, fmt.Errorf("%w: %s at file position %d (CommitLog offset %d), before the last flushed offset %d: %v; "+
+					"refusing to start (skipCorruptedRecords=true skips it and loses the record)",
+					ErrCorrupt, mf.path, pos, off, flushedBoundary, verr)
+			}
+			nextOff, err := st.findNextRecord(mf, off+1, checkCRC)
+			if err != nil {
+				return 0, err
+			}
+			st.stats.skippedCorrupt.Add(1)
+			st.stats.skippedBytes.Add(nextOff - off)
+			st.logger.Error("store: skipped corrupted CommitLog bytes", "file", mf.path, "offset", off, "bytes", nextOff-off, "err", verr)
+			if nextOff >= mf.from+mf.size {
+				// Nothing valid after it in this file: end the file here.
+				if err := overwriteBlank(mf, pos); err != nil {
+					return 0, err
+				}
+				end = mf.from + mf.size
+				break
+			}
+			pos = nextOff - mf.from
+			end = nextOff
+		}
+		if end < mf.from+mf.size {
+			break // the data ends in this file
+		}
+	}
+	return st.cutAt(end, abnormal)
+}
+
+// fileScanner reads a file sequentially through a buffer.
+type fileScanner struct {
+	mf      *MappedFile
+	buf     []byte
+	bufFrom int64
+}
+
+// bytes returns [pos, pos+n) of the file, or nil when the file ends first.
+func (s *fileScanner) bytes(pos, n int64) ([]byte, error) {
+	if pos+n > s.mf.size {
+		return nil, nil
+	}
+	if pos >= s.bufFrom && pos+n <= s.bufFrom+int64(len(s.buf)) {
+		return s.buf[pos-s.bufFrom : pos-s.bufFrom+n], nil
+	}
+	want := min(max(n, 4<<20), s.mf.size-pos)
+	if int64(cap(s.buf)) < want {
+		s.buf = make([]byte, want)
+	}
+	s.buf = s.buf[:want]
+	if _, err := s.mf.f.ReadAt(s.buf, pos); err != nil {
+		return nil, fmt.Errorf("store: read %s at %d: %w", s.mf.path, pos, err)
+	}
+	s.bufFrom = pos
+	return s.buf[:n], nil
+}
+
+// validateRecordAt checks the record at off whose first 8 bytes are read.
+func validateRecordAt(b []byte, off, size int64, magic int32, checkCRC bool) error {
+	if magic != message.MagicCodeV1 && magic != message.MagicCodeV2 {
+		return fmt.Errorf("bad magic %#08x", uint32(magic))
+	}
+	if size < message.MinRecordSize || size > int64(len(b)) {
+		return fmt.Errorf("bad size %d", size)
+	}
+	rec := b[:size]
+	var err error
+	if checkCRC {
+		if err = checkStoredRecord(rec, off); err == nil {
+			_, err = message.ParseRecordHeader(rec)
+		}
+	} else {
+		_, err = message.ParseRecordHeader(rec)
+		if err == nil && int64(binary.BigEndian.Uint64(rec[28:])) != off {
+			err = fmt.Errorf("record says it is at %d", int64(binary.BigEndian.Uint64(rec[28:])))
+		}
+	}
+	return err
+}
+
+// findNextRecord finds the next valid record in mf at or after off, or the
+// file end.
+func (st *DefaultMessageStore) findNextRecord(mf *MappedFile, off int64, checkCRC bool) (int64, error) {
+	data := make([]byte, mf.size)
+	if _, err := mf.f.ReadAt(data, 0); err != nil {
+		return 0, fmt.Errorf("store: read %s: %w", mf.path, err)
+	}
+	for p := off - mf.from; p+blankSize <= mf.size; p++ {
+		size := int64(int32(binary.BigEndian.Uint32(data[p:])))
+		magic := int32(binary.BigEndian.Uint32(data[p+4:]))
+		if magic == message.BlankMagicCode && size == mf.size-p {
+			return mf.from + p, nil
+		}
+		if magic != message.MagicCodeV1 || size < message.MinRecordSize || p+size > mf.size {
+			continue
+		}
+		if validateRecordAt(data[p:], mf.from+p, size, magic, checkCRC) == nil {
+			return mf.from + p, nil
+		}
+	}
+	return mf.from + mf.size, nil
+}
+
+// overwriteBlank writes a blank end-of-file record at pos.
+func overwriteBlank(mf *MappedFile, pos int64) error {
+	if _, err := mf.f.WriteAt(blankRecord(mf.size-pos), pos); err != nil {
+		return err
+	}
+	return mf.f.Datasync()
+}
+
+// cutAt truncates the CommitLog at end.
+func (st *DefaultMessageStore) cutAt(end int64, zero bool) (int64, error) {
+	c := st.commitLog
+	last := c.mfq.last()
+	if last != nil {
+		st.stats.truncatedBytes.Add(max(0, last.from+last.size-end))
+	}
+	if !zero {
+		// Clean shutdown: the bytes past the end are the zeros the file was
+		// allocated with. Only the positions move.
+		return end, c.mfq.truncateNoZero(end)
+	}
+	if err := c.mfq.truncateFrom(end); err != nil {
+		return 0, err
+	}
+	return end, nil
+}

@@ -1,0 +1,699 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/message"
+)
+
+const (
+	stateNew int32 = iota
+	stateRunning
+	stateStopped
+)
+
+// DefaultMessageStore is the MessageStore over CommitLog and consume
+// queues in storePathRootDir.
+type DefaultMessageStore struct {
+	cfg    Config
+	fs     vfs.FS
+	logger *slog.Logger
+
+	lock      io.Closer
+	commitLog *CommitLog
+	disp      *dispatcher
+
+	cqMu sync.RWMutex
+	cqs  map[queueKey]*ConsumeQueue
+
+	state     atomic.Int32
+	readOnly  atomic.Pointer[string]
+	diskFull  atomic.Pointer[string]
+	callbacks atomic.Pointer[[]func(string, int32, int64)]
+
+	stats       storeStats
+	delayLevels []int64
+	memTotal    int64
+
+	bgStop chan struct{}
+	bgWG   sync.WaitGroup
+
+	// Failpoint, when set (tests), is called at named points: "roll",
+	// "dispatch", "checkpoint-written", "checkpoint-renamed".
+	Failpoint func(name string)
+}
+
+var _ MessageStore = (*DefaultMessageStore)(nil)
+
+// Open checks the configuration, creates the directories and takes the
+// store lock. Start recovers and starts the services.
+func Open(cfg Config, fs vfs.FS, logger *slog.Logger) (*DefaultMessageStore, error) {
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	levels, err := parseDelayLevels(cfg.MessageDelayLevel)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.MkdirAll(cfg.StorePathRootDir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: mkdir %s: %w", cfg.StorePathRootDir, err)
+	}
+	lk, err := fs.Lock(cfg.lockPath())
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s is in use by another broker (lock file %s)", ErrLocked, cfg.StorePathRootDir, cfg.lockPath())
+		}
+		return nil, fmt.Errorf("store: lock %s: %w", cfg.lockPath(), err)
+	}
+	st := &DefaultMessageStore{cfg: cfg, fs: fs, logger: logger, lock: lk, cqs: map[queueKey]*ConsumeQueue{},
+		delayLevels: levels, memTotal: physicalMemory(), bgStop: make(chan struct{})}
+	st.commitLog = newCommitLog(st)
+	st.disp = newDispatcher(st)
+	return st, nil
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.StorePathRootDir == "":
+		return fmt.Errorf("%w: storePathRootDir is empty", ErrConfig)
+	case c.MappedFileSizeCommitLog < 4096 || c.MappedFileSizeCommitLog%osPageSize != 0:
+		return fmt.Errorf("%w: mappedFileSizeCommitLog=%d must be a positive multiple of %d", ErrConfig, c.MappedFileSizeCommitLog, osPageSize)
+	case c.MappedFileSizeConsumeQueue < CQEntrySize:
+		return fmt.Errorf("%w: mappedFileSizeConsumeQueue=%d", ErrConfig, c.MappedFileSizeConsumeQueue)
+	case c.FlushDiskType != AsyncFlush && c.FlushDiskType != SyncFlush:
+		return fmt.Errorf("%w: flushDiskType=%q (want ASYNC_FLUSH or SYNC_FLUSH)", ErrConfig, c.FlushDiskType)
+	case c.BrokerRole != "" && c.BrokerRole != AsyncMaster:
+		return fmt.Errorf("%w: brokerRole=%s is not built (only ASYNC_MASTER): %w", ErrConfig, c.BrokerRole, ErrNotBuilt)
+	case c.TransientStorePoolEnable:
+		return fmt.Errorf("%w: transientStorePoolEnable=true: %w", ErrConfig, ErrNotBuilt)
+	case c.FileAllocation != AllocZeros && c.FileAllocation != AllocFallocate && c.FileAllocation != AllocZeroRange:
+		return fmt.Errorf("%w: fileAllocation=%q (want zeros, fallocate or zero-range)", ErrConfig, c.FileAllocation)
+	}
+	return nil
+}
+
+// Config returns the store's configuration.
+func (st *DefaultMessageStore) Config() Config { return st.cfg }
+
+// Start recovers the store and starts its services.
+func (st *DefaultMessageStore) Start() error {
+	if !st.state.CompareAndSwap(stateNew, stateRunning) {
+		return fmt.Errorf("store: Start called twice or after Shutdown: %w", ErrClosed)
+	}
+	if err := st.recover(); err != nil {
+		st.state.Store(stateStopped)
+		st.closeFiles()
+		return err
+	}
+	// abort is present while running: found at start, the last stop was a
+	// crash.
+	f, err := st.fs.Create(st.cfg.abortPath())
+	if err != nil {
+		st.state.Store(stateStopped)
+		st.closeFiles()
+		return fmt.Errorf("store: create %s: %w", st.cfg.abortPath(), err)
+	}
+	f.Close()
+	if err := st.fs.SyncDir(st.cfg.StorePathRootDir); err != nil {
+		st.state.Store(stateStopped)
+		st.closeFiles()
+		return fmt.Errorf("store: sync %s: %w", st.cfg.StorePathRootDir, err)
+	}
+	c := st.commitLog
+	c.alloc.start()
+	c.flusher.start()
+	st.disp.start()
+	st.bgWG.Add(1)
+	go st.backgroundLoop()
+	if cur := c.cur; cur != nil && cur.wrote.Load() >= cur.size/2 {
+		c.halfKicked = true
+		c.alloc.kick()
+	}
+	c.alloc.kickPrefault()
+	return nil
+}
+
+// Shutdown stops the services, flushes everything, writes the checkpoint,
+// removes the abort file and releases the lock.
+func (st *DefaultMessageStore) Shutdown() error {
+	if !st.state.CompareAndSwap(stateRunning, stateStopped) {
+		if st.state.CompareAndSwap(stateNew, stateStopped) {
+			return st.lock.Close()
+		}
+		return nil
+	}
+	c := st.commitLog
+	// Let in-flight puts finish: take the put lock once after the state
+	// change (new puts see stateStopped).
+	c.lock.Lock()
+	c.lock.Unlock()
+	close(st.bgStop)
+	st.bgWG.Wait()
+	c.alloc.stop()
+	c.flusher.stop()
+	st.disp.stop()
+	var errs []error
+	clean := st.readOnly.Load() == nil
+	if clean {
+		if err := st.flushConsumeQueues(); err != nil {
+			errs = append(errs, err)
+			clean = false
+		}
+	}
+	if clean {
+		if err := st.writeCheckpoint(); err != nil {
+			errs = append(errs, err)
+			clean = false
+		}
+	}
+	if clean {
+		if err := st.fs.Remove(st.cfg.abortPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		} else if err := st.fs.SyncDir(st.cfg.StorePathRootDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, st.closeFiles())
+	return errors.Join(errs...)
+}
+
+func (st *DefaultMessageStore) closeFiles() error {
+	var errs []error
+	errs = append(errs, st.commitLog.mfq.close())
+	st.cqMu.Lock()
+	for _, cq := range st.cqs {
+		errs = append(errs, cq.close())
+	}
+	st.cqMu.Unlock()
+	errs = append(errs, st.lock.Close())
+	return errors.Join(errs...)
+}
+
+// setReadOnly turns the store read-only after a failed write or sync.
+func (st *DefaultMessageStore) setReadOnly(err error) {
+	msg := err.Error()
+	if st.readOnly.CompareAndSwap(nil, &msg) {
+		st.stats.syncErrors.Add(1)
+		st.logger.Error("store: read-only until restart", "err", err)
+	}
+}
+
+func (st *DefaultMessageStore) readOnlyRemark() string {
+	if p := st.readOnly.Load(); p != nil {
+		return "store is read-only until restart after a failed disk write or sync: " + *p
+	}
+	return "store is read-only"
+}
+
+// writable reports why a put must be refused, or PutOK.
+func (st *DefaultMessageStore) writable() (PutStatus, string) {
+	if st.state.Load() != stateRunning {
+		return ServiceNotAvailable, "message store is not running"
+	}
+	if st.readOnly.Load() != nil {
+		return ServiceNotAvailable, st.readOnlyRemark()
+	}
+	if p := st.diskFull.Load(); p != nil {
+		st.stats.diskFullRefusals.Add(1)
+		return ServiceNotAvailable, *p
+	}
+	if held := st.commitLog.lockHeldFor(); held > time.Duration(st.cfg.OSPageCacheBusyTimeOutMills)*time.Millisecond {
+		return OSPageCacheBusy, fmt.Sprintf("put lock held for %dms, limit osPageCacheBusyTimeOutMills=%dms", held.Milliseconds(), st.cfg.OSPageCacheBusyTimeOutMills)
+	}
+	return PutOK, ""
+}
+
+// PutMessage appends one message.
+func (st *DefaultMessageStore) PutMessage(msg *message.Inner, done func(PutResult)) {
+	start := time.Now()
+	if s, r := st.writable(); s != PutOK {
+		st.stats.putFailures.Add(1)
+		done(PutResult{Status: s, Remark: r})
+		return
+	}
+	if len(msg.Body) > st.cfg.MaxMessageSize {
+		st.stats.putFailures.Add(1)
+		done(PutResult{Status: MessageIllegal, Remark: fmt.Sprintf("message body is %d bytes, maxMessageSize is %d", len(msg.Body), st.cfg.MaxMessageSize)})
+		return
+	}
+	if err := message.CheckInner(msg, ""); err != nil {
+		st.stats.putFailures.Add(1)
+		status := MessageIllegal
+		if errors.Is(err, message.ErrPropertiesTooLong) {
+			status = PropertiesSizeExceeded
+		}
+		done(PutResult{Status: status, Remark: err.Error()})
+		return
+	}
+	c := st.commitLog
+	bp := c.getBuf()
+	buf := message.EncodeRecord((*bp)[:0], msg, "")
+	if len(buf) > st.cfg.MaxMessageSize+64<<10 {
+		*bp = buf
+		c.putBuf(bp)
+		st.stats.putFailures.Add(1)
+		done(PutResult{Status: MessageIllegal, Remark: fmt.Sprintf("stored record is %d bytes, limit maxMessageSize+64KiB=%d", len(buf), st.cfg.MaxMessageSize+64<<10)})
+		return
+	}
+	sizes := [1]int{len(buf)}
+	out := c.appendRecords(buf, sizes[:], queueKey{msg.Topic, msg.QueueID}, message.TransactionValue(msg.SysFlag), msg.StoreTimestamp, false)
+	*bp = buf
+	c.putBuf(bp)
+	st.finishPut(out, 1, waitStoreMsgOK(msg), start, done)
+}
+
+// PutMessages appends a batch as consecutive records of one queue.
+func (st *DefaultMessageStore) PutMessages(batch *message.Batch, done func(PutResult)) {
+	start := time.Now()
+	if s, r := st.writable(); s != PutOK {
+		st.stats.putFailures.Add(1)
+		done(PutResult{Status: s, Remark: r})
+		return
+	}
+	if len(batch.Members) == 0 {
+		done(PutResult{Status: MessageIllegal, Remark: "empty batch"})
+		return
+	}
+	for i := range batch.Members {
+		if n := len(batch.Members[i].Body); n > st.cfg.MaxMessageSize {
+			st.stats.putFailures.Add(1)
+			done(PutResult{Status: MessageIllegal, Remark: fmt.Sprintf("batch member %d body is %d bytes, maxMessageSize is %d", i, n, st.cfg.MaxMessageSize)})
+			return
+		}
+	}
+	if err := message.CheckBatch(batch); err != nil {
+		st.stats.putFailures.Add(1)
+		status := MessageIllegal
+		if errors.Is(err, message.ErrPropertiesTooLong) {
+			status = PropertiesSizeExceeded
+		}
+		done(PutResult{Status: status, Remark: err.Error()})
+		return
+	}
+	c := st.commitLog
+	bp := c.getBuf()
+	buf, sizes := message.EncodeBatchRecords((*bp)[:0], batch)
+	out := c.appendRecords(buf, sizes, queueKey{batch.Topic, batch.QueueID}, message.TransactionValue(batch.SysFlag), 0, true)
+	*bp = buf
+	c.putBuf(bp)
+	st.finishPut(out, len(sizes), true, start, done)
+}
+
+func waitStoreMsgOK(m *message.Inner) bool {
+	var v string
+	var ok bool
+	if m.PropertiesString != "" {
+		v, ok = message.LookupProperty(m.PropertiesString, message.PropertyWaitStoreMsgOK)
+	} else {
+		v, ok = m.Properties[message.PropertyWaitStoreMsgOK]
+	}
+	return !ok || v != "false"
+}
+
+func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait bool, start time.Time, done func(PutResult)) {
+	if out.status != PutOK {
+		st.stats.putFailures.Add(1)
+		done(PutResult{Status: out.status, Remark: out.remark})
+		return
+	}
+	d := time.Since(start)
+	st.stats.put.observe(d)
+	st.stats.pageCacheRT[pageCacheRTBucket(d.Milliseconds())].Add(1)
+	st.stats.puts.Add(int64(n))
+	st.stats.putBytes.Add(out.end - out.wrote)
+	res := PutResult{Status: PutOK, WroteOffset: out.wrote, WroteBytes: int32(out.end - out.wrote), QueueOffset: out.queueOf,
+		MsgNum: int32(n), StoreTimestamp: out.storeTs, Offsets: out.offsets}
+	c := st.commitLog
+	if st.cfg.FlushDiskType == SyncFlush {
+		if wait {
+			c.flusher.wait(out.end, res, done)
+			return
+		}
+		c.flusher.kick()
+	}
+	done(res)
+}
+
+// consumeQueue returns the queue of topic/queueID, creating it when create
+// is set.
+func (st *DefaultMessageStore) consumeQueue(topic string, queueID int32, create bool) *ConsumeQueue {
+	k := queueKey{topic, queueID}
+	st.cqMu.RLock()
+	cq := st.cqs[k]
+	st.cqMu.RUnlock()
+	if cq != nil || !create {
+		return cq
+	}
+	st.cqMu.Lock()
+	defer st.cqMu.Unlock()
+	if cq = st.cqs[k]; cq == nil {
+		cq = newConsumeQueue(st, topic, queueID)
+		st.cqs[k] = cq
+	}
+	return cq
+}
+
+func (st *DefaultMessageStore) allQueues() []*ConsumeQueue {
+	st.cqMu.RLock()
+	defer st.cqMu.RUnlock()
+	out := make([]*ConsumeQueue, 0, len(st.cqs))
+	for _, cq := range st.cqs {
+		out = append(out, cq)
+	}
+	return out
+}
+
+// OnDispatch registers a dispatch callback.
+func (st *DefaultMessageStore) OnDispatch(fn func(topic string, queueID int32, maxOffset int64)) {
+	for {
+		old := st.callbacks.Load()
+		var n []func(string, int32, int64)
+		if old != nil {
+			n = append(n, *old...)
+		}
+		n = append(n, fn)
+		if st.callbacks.CompareAndSwap(old, &n) {
+			return
+		}
+	}
+}
+
+func (st *DefaultMessageStore) notifyDispatch(topic string, queueID int32, maxOffset int64) {
+	if p := st.callbacks.Load(); p != nil {
+		for _, fn := range *p {
+			fn(topic, queueID, maxOffset)
+		}
+	}
+}
+
+// dispatchIndex feeds the index (built from its own cursor; nothing to do
+// here until the index service is wired).
+func (st *DefaultMessageStore) dispatchIndex(*dispatchRequest) {}
+
+// MaxOffsetInQueue is the queue's exclusive maximum logical offset.
+func (st *DefaultMessageStore) MaxOffsetInQueue(topic string, queueID int32) int64 {
+	if cq := st.consumeQueue(topic, queueID, false); cq != nil {
+		return cq.maxOffset.Load()
+	}
+	return 0
+}
+
+// MinOffsetInQueue is the queue's first kept logical offset.
+func (st *DefaultMessageStore) MinOffsetInQueue(topic string, queueID int32) int64 {
+	if cq := st.consumeQueue(topic, queueID, false); cq != nil {
+		return cq.minOffset.Load()
+	}
+	return 0
+}
+
+// storeTimeAt reads the store timestamp of the record at phy (size bytes).
+func (st *DefaultMessageStore) storeTimeAt(phy int64) int64 {
+	head, err := st.commitLog.read(nil, phy, 72)
+	if err != nil {
+		return -1
+	}
+	sys := int32(uint32(head[36])<<24 | uint32(head[37])<<16 | uint32(head[38])<<8 | uint32(head[39]))
+	p := message.StoreTimestampPos(sys)
+	if p+8 > len(head) {
+		return -1
+	}
+	var v int64
+	for _, b := range head[p : p+8] {
+		v = v<<8 | int64(b)
+	}
+	return v
+}
+
+// OffsetInQueueByTime returns the first logical offset whose store time is
+// >= ts, clamped to [min, max].
+func (st *DefaultMessageStore) OffsetInQueueByTime(topic string, queueID int32, ts int64) int64 {
+	cq := st.consumeQueue(topic, queueID, false)
+	if cq == nil {
+		return 0
+	}
+	lo, hi := cq.minOffset.Load(), cq.maxOffset.Load()
+	minPhy := st.commitLog.minOffset()
+	// Skip entries whose records were deleted.
+	for lo < hi {
+		e, ok := cq.entryAt(lo)
+		if ok && e.Offset >= minPhy {
+			break
+		}
+		lo++
+		if !ok {
+			break
+		}
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		e, ok := cq.entryAt(mid)
+		if !ok {
+			hi = mid
+			continue
+		}
+		t := st.storeTimeAt(e.Offset)
+		if t >= 0 && t < ts {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// EarliestMessageTime is the store time of the queue's first message, or -1.
+func (st *DefaultMessageStore) EarliestMessageTime(topic string, queueID int32) int64 {
+	cq := st.consumeQueue(topic, queueID, false)
+	if cq == nil {
+		return -1
+	}
+	return st.MessageStoreTimeStamp(topic, queueID, cq.minOffset.Load())
+}
+
+// MessageStoreTimeStamp is the store time of the message at a logical
+// offset, or -1.
+func (st *DefaultMessageStore) MessageStoreTimeStamp(topic string, queueID int32, offset int64) int64 {
+	cq := st.consumeQueue(topic, queueID, false)
+	if cq == nil || offset < cq.minOffset.Load() || offset >= cq.maxOffset.Load() {
+		return -1
+	}
+	e, ok := cq.entryAt(offset)
+	if !ok {
+		return -1
+	}
+	return st.storeTimeAt(e.Offset)
+}
+
+// memoryWindow is the part of the CommitLog tail considered in memory.
+func (st *DefaultMessageStore) memoryWindow() int64 {
+	return st.memTotal * int64(st.cfg.AccessMessageInMemoryMaxRatio) / 100
+}
+
+// CheckInMemByConsumeOffset reports whether the message at a logical offset
+// is within the in-memory window.
+func (st *DefaultMessageStore) CheckInMemByConsumeOffset(topic string, queueID int32, offset int64) bool {
+	cq := st.consumeQueue(topic, queueID, false)
+	if cq == nil {
+		return false
+	}
+	e, ok := cq.entryAt(offset)
+	if !ok {
+		return false
+	}
+	return st.commitLog.maxOffset()-e.Offset <= st.memoryWindow()
+}
+
+// LookMessageByOffset returns a copy of the record at a commit-log offset.
+func (st *DefaultMessageStore) LookMessageByOffset(commitLogOffset int64) ([]byte, error) {
+	return st.commitLog.recordAt(commitLogOffset)
+}
+
+// QueryMessage finds records by key; it needs the index service.
+func (st *DefaultMessageStore) QueryMessage(topic, key string, maxNum int, begin, end int64) (*QueryResult, error) {
+	return nil, fmt.Errorf("QueryMessage: message index %w yet", ErrNotBuilt)
+}
+
+// DeleteTopics removes the consume queues of topics.
+func (st *DefaultMessageStore) DeleteTopics(topics []string) {
+	for _, t := range topics {
+		st.cqMu.Lock()
+		var drop []*ConsumeQueue
+		for k, cq := range st.cqs {
+			if k.topic == t {
+				drop = append(drop, cq)
+				delete(st.cqs, k)
+			}
+		}
+		st.cqMu.Unlock()
+		st.commitLog.removeQueueOffsets(t)
+		for _, cq := range drop {
+			cq.mu.Lock()
+			files := cq.mfq.snapshot()
+			cq.mfq.mu.Lock()
+			cq.mfq.files = nil
+			cq.mfq.mu.Unlock()
+			for _, mf := range files {
+				mf.destroy(true, 0, 0)
+			}
+			cq.mu.Unlock()
+			_ = st.fs.Remove(cq.mfq.dir)
+		}
+		_ = st.fs.Remove(st.cfg.consumeQueueDir() + "/" + t)
+	}
+}
+
+// QueueIDs lists the queue ids that have a consume queue for topic.
+func (st *DefaultMessageStore) QueueIDs(topic string) []int32 {
+	st.cqMu.RLock()
+	var ids []int32
+	for k := range st.cqs {
+		if k.topic == topic {
+			ids = append(ids, k.queueID)
+		}
+	}
+	st.cqMu.RUnlock()
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// MinPhyOffset is the first CommitLog offset kept.
+func (st *DefaultMessageStore) MinPhyOffset() int64 { return st.commitLog.minOffset() }
+
+// MaxPhyOffset is the end of the readable CommitLog.
+func (st *DefaultMessageStore) MaxPhyOffset() int64 { return st.commitLog.maxOffset() }
+
+// DispatchBehindBytes is how far dispatch lags the CommitLog.
+func (st *DefaultMessageStore) DispatchBehindBytes() int64 {
+	return max(0, st.commitLog.maxOffset()-st.disp.reputFrom.Load())
+}
+
+// Stats returns the runtime figures.
+func (st *DefaultMessageStore) Stats() Stats {
+	s := &st.stats
+	out := Stats{
+		Put: s.put.snapshot(), PutLockHold: s.lockHold.snapshot(), Flush: s.flush.snapshot(),
+		FileCreate: s.fileCreate.snapshot(), Dispatch: s.dispatch.snapshot(),
+		Puts: s.puts.Load(), PutBytes: s.putBytes.Load(), PutFailures: s.putFailures.Load(),
+		PutWaitedOnCreate: s.putWaitedOnCreate.Load(), Spills: s.spills.Load(), SpillWrites: s.spillWrites.Load(), SpillFull: s.spillFull.Load(),
+		AllocFailures: s.allocFailures.Load(), FilesCreated: s.filesCreated.Load(), ReadyFiles: st.commitLog.alloc.readyCount(),
+		Flushes: s.flushes.Load(), FlushTimeouts: s.flushTimeouts.Load(), SyncErrors: s.syncErrors.Load(),
+		SyncUnderPutLock: s.syncUnderLock.Load(), SkippedCorrupt: s.skippedCorrupt.Load(), SkippedBytes: s.skippedBytes.Load(),
+		TruncatedBytes: s.truncatedBytes.Load(), Dispatched: s.dispatched.Load(), FilesDeleted: s.filesDeleted.Load(),
+		DiskFullRefusals: s.diskFullRefusals.Load(), DispatchBehind: st.DispatchBehindBytes(),
+		CommitLogMin: st.commitLog.minOffset(), CommitLogMax: st.commitLog.maxOffset(), CommitLogFlushed: st.commitLog.flushedWhere.Load(),
+	}
+	if p := st.readOnly.Load(); p != nil {
+		out.ReadOnly, out.ReadOnlyReason = true, *p
+	}
+	for i := range s.pageCacheRT {
+		out.PageCacheRTBuckets[i] = s.pageCacheRT[i].Load()
+	}
+	return out
+}
+
+// EvictPageCache drops CommitLog pages from memory.
+func (st *DefaultMessageStore) EvictPageCache(topic string) (EvictReport, error) {
+	return EvictReport{}, fmt.Errorf("EvictPageCache: %w yet", ErrNotBuilt)
+}
+
+// flushConsumeQueues syncs every dirty consume queue.
+func (st *DefaultMessageStore) flushConsumeQueues() error {
+	var errs []error
+	for _, cq := range st.allQueues() {
+		if err := cq.flush(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeCheckpoint records what is durable. The dispatched offset is read
+// before the queues are flushed, so every entry below it is durable.
+func (st *DefaultMessageStore) writeCheckpoint() error {
+	return st.checkpointWith(st.disp.reputFrom.Load(), false)
+}
+
+func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues bool) error {
+	if flushQueues {
+		if err := st.flushConsumeQueues(); err != nil {
+			return err
+		}
+	}
+	now := st.fs.Now().UnixMilli()
+	flushed := st.commitLog.flushedWhere.Load()
+	cp := Checkpoint{PhysicMsgTimestamp: now, LogicsMsgTimestamp: now, IndexMsgTimestamp: now,
+		PhysicFlushedOffset: flushed, LogicsDispatchedOffset: min(dispatched, flushed)}
+	if st.cfg.FlushDiskType == AsyncFlush {
+		cp.LogicsDispatchedOffset = dispatched
+	}
+	return writeCheckpoint(st.fs, st.cfg.checkpointPath(), cp, st.Failpoint)
+}
+
+// backgroundLoop flushes consume queues and writes the checkpoint every
+// flushIntervalConsumeQueue, off every lock the produce path takes.
+func (st *DefaultMessageStore) backgroundLoop() {
+	defer st.bgWG.Done()
+	for {
+		t := time.NewTimer(time.Duration(max(st.cfg.FlushIntervalConsumeQueue, 10)) * time.Millisecond)
+		select {
+		case <-st.bgStop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if st.readOnly.Load() != nil {
+			continue
+		}
+		dispatched := st.disp.reputFrom.Load()
+		if err := st.checkpointWith(dispatched, true); err != nil {
+			st.setReadOnly(err)
+		}
+	}
+}
+
+func physicalMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, line := range splitLines(string(b)) {
+			f := splitFields(line)
+			if len(f) >= 2 && f[0] == "MemTotal:" {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					return kb * 1024
+				}
+			}
+		}
+	}
+	return 8 << 30
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		out = append(out, s[:i])
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+	return out
+}

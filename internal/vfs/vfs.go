@@ -1,0 +1,129 @@
+// Package vfs is the file-system seam of the store: every open, pread,
+// pwrite, fsync, fdatasync, msync, fallocate, mmap, rename, remove,
+// directory sync, statfs and clock reading the store does goes through an
+// FS, so that tests can slow operations down, make them fail and model
+// what survives a crash.
+//
+// The package owns the OS implementation (OS, built on golang.org/x/sys/unix)
+// and the fault-injecting wrapper (FaultFS). It must never buffer writes on
+// its own, retry a failed sync, or hide an error from the caller: the store
+// decides what an error means.
+//
+// Crash model of FaultFS (see FaultFS.Crash):
+//
+//	file contents  : only bytes covered by a successful Sync/Datasync of the
+//	                 file (pwrite and mapped writes alike) or by a Msync of the
+//	                 mapped range survive; everything else reverts to what the
+//	                 last sync saw (optionally followed by garbage up to the
+//	                 file's size at the crash)
+//	directory      : a created or renamed entry survives only if SyncDir of
+//	                 its parent ran after the operation; a removed entry whose
+//	                 removal was not followed by SyncDir comes back with its
+//	                 last synced contents
+package vfs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+)
+
+// Sentinel errors of the package.
+var (
+	// ErrInjected marks an error produced by FaultFS.
+	ErrInjected = errors.New("vfs: injected fault")
+	// ErrLocked is returned by Lock when another process holds the lock.
+	ErrLocked = errors.New("vfs: lock held by another process")
+	// ErrNotMapped is returned by mapping calls on a slice that is not part
+	// of a mapping of the file.
+	ErrNotMapped = errors.New("vfs: slice is not a mapping of this file")
+)
+
+// Clock is the time source of the store.
+type Clock interface {
+	Now() time.Time
+}
+
+// Usage is what Statfs reports about a file system.
+type Usage struct {
+	Total uint64 // bytes
+	Free  uint64 // bytes available to an unprivileged writer
+}
+
+// UsedRatio is the used fraction of the file system in [0, 1].
+func (u Usage) UsedRatio() float64 {
+	if u.Total == 0 {
+		return 0
+	}
+	return float64(u.Total-u.Free) / float64(u.Total)
+}
+
+// FS is the file-system seam.
+type FS interface {
+	Clock
+	// OpenFile opens name with os.O_* flags.
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	// Create creates or truncates name for reading and writing.
+	Create(name string) (File, error)
+	Remove(name string) error
+	Rename(oldname, newname string) error
+	MkdirAll(dir string, perm os.FileMode) error
+	// ReadDir lists the names in dir, sorted.
+	ReadDir(dir string) ([]string, error)
+	Stat(name string) (os.FileInfo, error)
+	// SyncDir makes the directory entries of dir durable.
+	SyncDir(dir string) error
+	// Statfs reports the usage of the file system holding path.
+	Statfs(path string) (Usage, error)
+	// Lock takes an exclusive advisory lock on name (creating it); it fails
+	// at once with ErrLocked when another process holds it.
+	Lock(name string) (io.Closer, error)
+}
+
+// Fallocate modes (Linux values).
+const (
+	FallocKeepSize  = 0x01
+	FallocPunchHole = 0x02
+	FallocZeroRange = 0x10
+)
+
+// Madvise and fadvise advice values (Linux values).
+const (
+	MadvNormal     = 0
+	MadvSequential = 2
+	MadvWillNeed   = 3
+	MadvDontNeed   = 4
+	MadvPageOut    = 21
+	FadvDontNeed   = 4
+	FadvWillNeed   = 3
+)
+
+// File is an open file.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	Name() string
+	// Sync is fsync; Datasync is fdatasync.
+	Sync() error
+	Datasync() error
+	// Fallocate allocates (mode 0), zeroes (FallocZeroRange) or punches
+	// blocks of the file.
+	Fallocate(mode uint32, off, n int64) error
+	Truncate(n int64) error
+	// Mmap maps length bytes from off, shared, read and write.
+	Mmap(off int64, length int) ([]byte, error)
+	// Munmap unmaps a slice returned by Mmap (whole).
+	Munmap(b []byte) error
+	// Msync writes back part of a mapping synchronously (MS_SYNC); b must
+	// lie within one mapping returned by Mmap.
+	Msync(b []byte) error
+	// Madvise gives advice about part of a mapping.
+	Madvise(b []byte, advice int) error
+	// Fadvise gives advice about a byte range of the file.
+	Fadvise(off, n int64, advice int) error
+	// Resident counts the bytes of a mapping that are in memory (mincore).
+	Resident(b []byte) (int64, error)
+	Size() (int64, error)
+	Close() error
+}

@@ -1,0 +1,48 @@
+package message
+
+import (
+	"fmt"
+	"testing"
+)
+
+func BenchmarkEncodeRecord(b *testing.B) {
+	for _, size := range []int{128, 1 << 10, 4 << 10} {
+		b.Run(fmt.Sprintf("body=%d", size), func(b *testing.B) {
+			m := sampleInner(v4(10, 0, 0, 1, 50000), v4(192, 168, 0, 2, 10911))
+			m.Body = make([]byte, size)
+			props := EncodeProperties(m.Properties)
+			buf := make([]byte, 0, 2*StoredSize(m))
+			b.SetBytes(int64(RecordSize(m, len(props))))
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := EncodeRecord(buf[:0], m, props)
+				PatchRecord(rec, 1, 2, 3)
+			}
+		})
+	}
+}
+
+func BenchmarkParseRecordHeader(b *testing.B) {
+	rec := EncodeRecord(nil, sampleInner(v4(10, 0, 0, 1, 50000), v4(192, 168, 0, 2, 10911)), "")
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseRecordHeader(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTagsHashCode(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		TagsHashCode("TagA")
+	}
+}
+
+func BenchmarkNewUniqID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		NewUniqID()
+	}
+}

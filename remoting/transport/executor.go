@@ -1,0 +1,244 @@
+package transport
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/remoting"
+)
+
+// ExecutorConfig configures an Executor.
+type ExecutorConfig struct {
+	// Name names the executor in logs and figures, e.g. "send".
+	Name string
+	// Workers is how many requests run at once (default 1).
+	Workers int
+	// QueueCapacity bounds the requests waiting for a worker (default
+	// 10000, RocketMQ's sendThreadPoolQueueCapacity).
+	QueueCapacity int
+	// MaxQueueWait answers a request that waited longer with SYSTEM_BUSY
+	// [TIMEOUT_CLEAN_QUEUE] without running it; 0 = no limit.
+	MaxQueueWait time.Duration
+}
+
+// Executor is an admission bound for one kind of request: at most Workers
+// requests run at once and at most QueueCapacity wait. It is not a
+// mandatory hop: a request runs inline on the connection's reader goroutine
+// when a worker slot is free and nothing is queued.
+type Executor struct {
+	cfg ExecutorConfig
+
+	mu     sync.Mutex
+	cond   sync.Cond
+	busy   int // slots in use, inline runs included
+	q      taskQueue
+	closed bool
+	timer  *time.Timer
+
+	inline, queued, overload, timedOut atomic.Uint64
+	wg                                 sync.WaitGroup
+}
+
+// ExecutorStats are an executor's counters since it started.
+type ExecutorStats struct {
+	Inline   uint64 // requests run inline on a reader goroutine
+	Queued   uint64 // requests queued for a worker
+	Overload uint64 // requests refused because the queue was full
+	TimedOut uint64 // requests answered [TIMEOUT_CLEAN_QUEUE]
+}
+
+// task is a queued request.
+type task struct {
+	c   *Conn
+	req *remoting.Command
+	h   Handler
+	enq time.Time
+}
+
+func newExecutor(cfg ExecutorConfig) *Executor {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.QueueCapacity <= 0 {
+		cfg.QueueCapacity = 10000
+	}
+	e := &Executor{cfg: cfg}
+	e.cond.L = &e.mu
+	if cfg.MaxQueueWait > 0 {
+		e.timer = time.AfterFunc(time.Hour, e.cleanExpired)
+		e.timer.Stop()
+	}
+	e.wg.Add(cfg.Workers)
+	for range cfg.Workers {
+		go e.worker()
+	}
+	return e
+}
+
+// Name returns the executor's name.
+func (e *Executor) Name() string { return e.cfg.Name }
+
+// QueueLen returns the number of queued requests.
+func (e *Executor) QueueLen() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.q.len()
+}
+
+// HeadWait returns how long the oldest queued request has waited (0 when
+// nothing is queued).
+func (e *Executor) HeadWait() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.q.len() == 0 {
+		return 0
+	}
+	return time.Since(e.q.peek().enq)
+}
+
+// Stats returns the executor's counters.
+func (e *Executor) Stats() ExecutorStats {
+	return ExecutorStats{Inline: e.inline.Load(), Queued: e.queued.Load(),
+		Overload: e.overload.Load(), TimedOut: e.timedOut.Load()}
+}
+
+// submit runs, queues or refuses a request that holds an in-flight slot.
+func (e *Executor) submit(c *Conn, req *remoting.Command, h Handler) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		c.reject(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, server is shutting down")
+		return
+	}
+	if e.busy < e.cfg.Workers && e.q.len() == 0 {
+		e.busy++
+		e.mu.Unlock()
+		e.inline.Add(1)
+		c.run(h, req)
+		e.release()
+		return
+	}
+	if n := e.q.len(); n >= e.cfg.QueueCapacity {
+		e.mu.Unlock()
+		e.overload.Add(1)
+		c.reject(req, remoting.SystemBusy, fmt.Sprintf(
+			"[OVERLOAD]system busy, start flow control for a while, queue size: %d, capacity: %d",
+			n, e.cfg.QueueCapacity))
+		return
+	}
+	e.q.push(task{c: c, req: req, h: h, enq: time.Now()})
+	if e.q.len() == 1 && e.timer != nil {
+		e.timer.Reset(e.cfg.MaxQueueWait + time.Millisecond)
+	}
+	e.cond.Signal()
+	e.mu.Unlock()
+	e.queued.Add(1)
+}
+
+// release gives back a worker slot and wakes a worker when work waits.
+func (e *Executor) release() {
+	e.mu.Lock()
+	e.busy--
+	if e.q.len() > 0 {
+		e.cond.Signal()
+	}
+	e.mu.Unlock()
+}
+
+func (e *Executor) worker() {
+	defer e.wg.Done()
+	for {
+		e.mu.Lock()
+		for !e.closed && (e.q.len() == 0 || e.busy >= e.cfg.Workers) {
+			e.cond.Wait()
+		}
+		if e.closed {
+			e.mu.Unlock()
+			return
+		}
+		t := e.q.pop()
+		n := e.q.len()
+		e.busy++
+		e.mu.Unlock()
+		if wait := time.Since(t.enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
+			e.rejectTimeout(t, wait, n)
+		} else {
+			t.c.run(t.h, t.req)
+		}
+		e.release()
+	}
+}
+
+func (e *Executor) rejectTimeout(t task, wait time.Duration, size int) {
+	e.timedOut.Add(1)
+	t.c.reject(t.req, remoting.SystemBusy, fmt.Sprintf(
+		"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d, limit: %dms",
+		wait.Milliseconds(), size, e.cfg.MaxQueueWait.Milliseconds()))
+}
+
+// cleanExpired answers every queued request that has waited longer than
+// MaxQueueWait, so that a stalled executor fails fast instead of letting
+// clients time out; it re-arms itself for the new head.
+func (e *Executor) cleanExpired() {
+	now := time.Now()
+	var expired []task
+	e.mu.Lock()
+	for e.q.len() > 0 && now.Sub(e.q.peek().enq) > e.cfg.MaxQueueWait {
+		expired = append(expired, e.q.pop())
+	}
+	size := e.q.len()
+	if size > 0 && !e.closed {
+		e.timer.Reset(e.q.peek().enq.Add(e.cfg.MaxQueueWait).Sub(now) + time.Millisecond)
+	}
+	e.mu.Unlock()
+	for _, t := range expired {
+		e.rejectTimeout(t, now.Sub(t.enq), size)
+	}
+}
+
+// close stops the workers; queued requests are dropped (their connections
+// are closing).
+func (e *Executor) close() {
+	e.mu.Lock()
+	e.closed = true
+	e.q = taskQueue{}
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	e.cond.Broadcast()
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+// taskQueue is a FIFO ring that grows as needed.
+type taskQueue struct {
+	buf        []task
+	head, size int
+}
+
+func (q *taskQueue) len() int { return q.size }
+
+func (q *taskQueue) peek() *task { return &q.buf[q.head] }
+
+func (q *taskQueue) push(t task) {
+	if q.size == len(q.buf) {
+		n := max(16, 2*len(q.buf))
+		buf := make([]task, n)
+		for i := range q.size {
+			buf[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = buf, 0
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = t
+	q.size++
+}
+
+func (q *taskQueue) pop() task {
+	t := q.buf[q.head]
+	q.buf[q.head] = task{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	return t
+}

@@ -1,0 +1,269 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/remoting"
+)
+
+// ServerConfig configures a Server. Zero values take the defaults.
+type ServerConfig struct {
+	// MaxFrameSize bounds 4 + frame length (default 16 MiB).
+	MaxFrameSize int
+	// IdleTimeout closes a connection that received nothing for this long
+	// (default 120 s; negative = never).
+	IdleTimeout time.Duration
+	// MaxInflightPerConn bounds the requests of one connection that are
+	// running, queued or awaiting their response; more are answered
+	// SYSTEM_BUSY at once (default 1024; negative = no bound).
+	MaxInflightPerConn int
+	// Logger receives connection events (default: discard).
+	Logger *slog.Logger
+}
+
+// route is what a request code maps to.
+type route struct {
+	h  Handler
+	ex *Executor
+}
+
+// routeTable is replaced whole on registration, so lookups take no lock.
+type routeTable struct {
+	m   map[int32]route
+	def Handler
+}
+
+// Server accepts connections and serves requests with registered handlers.
+type Server struct {
+	cfg    ServerConfig
+	logger *slog.Logger
+	routes atomic.Pointer[routeTable]
+	regMu  sync.Mutex
+	nextID atomic.Uint64
+
+	rejectedInflight atomic.Uint64
+
+	mu        sync.Mutex
+	closed    bool
+	listeners []net.Listener
+	conns     map[uint64]*Conn
+	execs     []*Executor
+	onClose   []func(*Conn)
+	wg        sync.WaitGroup
+}
+
+// ServerStats are a server's figures.
+type ServerStats struct {
+	Conns            int    // open connections
+	RejectedInflight uint64 // requests answered SYSTEM_BUSY by the in-flight cap
+}
+
+// NewServer returns a server that is not yet listening.
+func NewServer(cfg ServerConfig) *Server {
+	if cfg.MaxFrameSize <= 0 {
+		cfg.MaxFrameSize = remoting.MaxFrameSize
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 120 * time.Second
+	} else if cfg.IdleTimeout < 0 {
+		cfg.IdleTimeout = 0
+	}
+	if cfg.MaxInflightPerConn == 0 {
+		cfg.MaxInflightPerConn = 1024
+	} else if cfg.MaxInflightPerConn < 0 {
+		cfg.MaxInflightPerConn = 0
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, logger: cfg.Logger, conns: make(map[uint64]*Conn)}
+	s.routes.Store(&routeTable{m: map[int32]route{}, def: NotSupported})
+	return s
+}
+
+// NotSupported is the default handler for unknown codes: it answers
+// REQUEST_CODE_NOT_SUPPORTED naming the code.
+func NotSupported(_ *Conn, req *remoting.Command) *remoting.Command {
+	return remoting.NewResponse(req, remoting.RequestCodeNotSupported,
+		fmt.Sprintf("request type %d not supported", req.Code))
+}
+
+// NewExecutor creates an executor owned by the server (stopped by Close).
+func (s *Server) NewExecutor(cfg ExecutorConfig) *Executor {
+	e := newExecutor(cfg)
+	s.mu.Lock()
+	s.execs = append(s.execs, e)
+	s.mu.Unlock()
+	return e
+}
+
+// Register routes code to h, run on ex (nil: inline on the reader).
+func (s *Server) Register(code int32, h Handler, ex *Executor) {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	old := s.routes.Load()
+	t := &routeTable{m: make(map[int32]route, len(old.m)+1), def: old.def}
+	for k, v := range old.m {
+		t.m[k] = v
+	}
+	t.m[code] = route{h: h, ex: ex}
+	s.routes.Store(t)
+}
+
+// RegisterDefault sets the handler for codes with no route (run inline).
+func (s *Server) RegisterDefault(h Handler) {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	old := s.routes.Load()
+	s.routes.Store(&routeTable{m: old.m, def: h})
+}
+
+// OnConnClose adds fn to the functions called when a connection closes.
+func (s *Server) OnConnClose(fn func(c *Conn)) {
+	s.mu.Lock()
+	s.onClose = append(s.onClose, fn)
+	s.mu.Unlock()
+}
+
+// Stats returns the server's figures.
+func (s *Server) Stats() ServerStats {
+	s.mu.Lock()
+	n := len(s.conns)
+	s.mu.Unlock()
+	return ServerStats{Conns: n, RejectedInflight: s.rejectedInflight.Load()}
+}
+
+// Listen listens on addr ("host:port", port 0 for any) and serves in the
+// background. It may be called several times (e.g. for the VIP port).
+func (s *Server) Listen(addr string) (net.Addr, error) {
+	lc := net.ListenConfig{KeepAlive: 30 * time.Second}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil, ErrServerClosed
+	}
+	s.listeners = append(s.listeners, ln)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.acceptLoop(ln)
+	return ln.Addr(), nil
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer s.wg.Done()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors and the like: back off and retry.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logger.Warn("remoting: accept failed", "addr", ln.Addr().String(), "err", err, "retry_in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		s.serve(nc)
+	}
+}
+
+func (s *Server) serve(nc net.Conn) {
+	c := newConn(nc, connConfig{
+		id:          s.nextID.Add(1),
+		maxFrame:    s.cfg.MaxFrameSize,
+		idle:        s.cfg.IdleTimeout,
+		maxInflight: int64(s.cfg.MaxInflightPerConn),
+		logger:      s.logger,
+		dispatch:    s.dispatch,
+		onClose:     s.connClosed,
+	})
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c.ID()] = c
+	s.mu.Unlock()
+	s.logger.Debug("remoting: connection accepted", "conn", c.ID(), "remote", nc.RemoteAddr().String())
+	c.start(&s.wg)
+}
+
+func (s *Server) connClosed(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c.ID())
+	fns := s.onClose
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn(c)
+	}
+}
+
+// dispatch admits and routes one request read by c's reader.
+func (s *Server) dispatch(c *Conn, req *remoting.Command) {
+	t := s.routes.Load()
+	r, ok := t.m[req.Code]
+	if !ok {
+		r = route{h: t.def}
+	}
+	if !c.acquire() {
+		s.rejectedInflight.Add(1)
+		if !req.IsOneway() {
+			c.reply(req, remoting.NewResponse(req, remoting.SystemBusy, fmt.Sprintf(
+				"[REJECTREQUEST]system busy, too many requests in flight on this connection, limit: %d",
+				c.cfg.maxInflight)), false)
+		}
+		return
+	}
+	if r.ex == nil {
+		c.run(r.h, req)
+		return
+	}
+	r.ex.submit(c, req, r.h)
+}
+
+// Close stops accepting, closes every connection, stops the executors and
+// waits for the connection goroutines (and so for inline handlers) to end.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	lns := s.listeners
+	conns := make([]*Conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	execs := s.execs
+	s.mu.Unlock()
+	var first error
+	for _, ln := range lns {
+		if err := ln.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	for _, e := range execs {
+		e.close()
+	}
+	s.wg.Wait()
+	return first
+}
