@@ -229,12 +229,36 @@ func ReadCommand(r *bufio.Reader, maxFrame int) (*Command, error) {
 		}
 	}
 	if b := int(total) - 4 - h; b > 0 {
-		cmd.Body = make([]byte, b)
-		if _, err := io.ReadFull(r, cmd.Body); err != nil {
+		body, err := readBody(r, b)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Body = body
+	}
+	return cmd, nil
+}
+
+// bodyChunk is the largest body allocated before any of it has arrived.
+const bodyChunk = 1 << 20
+
+// readBody reads a body of n bytes. A large body grows (doubling) as its
+// bytes arrive, so a peer that announces big frames and sends nothing costs
+// at most bodyChunk per connection, not the frame limit.
+func readBody(r *bufio.Reader, n int) ([]byte, error) {
+	body := make([]byte, 0, min(n, bodyChunk))
+	for len(body) < n {
+		if len(body) == cap(body) {
+			grown := make([]byte, len(body), min(2*cap(body), n))
+			copy(grown, body)
+			body = grown
+		}
+		m, err := io.ReadFull(r, body[len(body):cap(body)])
+		body = body[:len(body)+m]
+		if err != nil {
 			return nil, eofInFrame(err)
 		}
 	}
-	return cmd, nil
+	return body, nil
 }
 
 func decodeHeaderInto(t SerializeType, hdr []byte, cmd *Command) error {

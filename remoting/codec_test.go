@@ -450,3 +450,43 @@ func TestReadCommandLargeHeader(t *testing.T) {
 		assertCommandEqual(t, got, cmd)
 	}
 }
+
+func TestReadCommandLargeBody(t *testing.T) {
+	for _, n := range []int{bodyChunk - 1, bodyChunk, bodyChunk + 1, 3*bodyChunk + 7} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i * 7)
+		}
+		frame, err := Encode(&Command{Code: 1, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadCommand(bufio.NewReader(bytes.NewReader(frame)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Body, body) || cap(got.Body) != n {
+			t.Fatalf("body of %d: got %d bytes, cap %d", n, len(got.Body), cap(got.Body))
+		}
+		if _, err := ReadCommand(bufio.NewReader(bytes.NewReader(frame[:len(frame)-1])), 0); err != io.ErrUnexpectedEOF {
+			t.Fatalf("truncated body of %d: %v", n, err)
+		}
+	}
+}
+
+// A frame that announces a large body but sends none costs at most one
+// chunk.
+func TestReadCommandAnnouncedBodyAllocatesAChunk(t *testing.T) {
+	frame, _ := Encode(&Command{Code: 1})
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4+MaxFrameSize-1024))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadCommand(bufio.NewReader(bytes.NewReader(frame)), 0)
+	runtime.ReadMemStats(&after)
+	if err != io.ErrUnexpectedEOF {
+		t.Fatal(err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2*bodyChunk {
+		t.Fatalf("%d bytes allocated", got)
+	}
+}

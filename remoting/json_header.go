@@ -524,7 +524,16 @@ func (d *jsonDecoder) str() (string, error) {
 		}
 		i++
 	}
-	buf := make([]byte, 0, i-start+16)
+	// The unescaped text is never longer than the escaped text: find the
+	// closing quote and allocate once.
+	end := i
+	for end < len(s) && s[end] != '"' {
+		if s[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	buf := make([]byte, 0, min(end, len(s))-start)
 	buf = append(buf, s[start:i]...)
 	for i < len(s) {
 		c := s[i]

@@ -65,6 +65,7 @@ type Broker struct {
 	longPoll  *longPollService
 	registrar *registrar
 	schedule  *scheduleService
+	txCheck   *transactionCheckService
 	stats     *brokerStats
 
 	executors map[string]*transport.Executor
@@ -135,6 +136,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 			return nil, err
 		}
 	}
+	if !cfg.AutoCreateTopicEnable {
+		// A TBW102 left in topics.json by a run with auto-create on would
+		// give producers a route for every unknown topic.
+		b.topics.Delete(topicAutoCreate)
+	}
 	b.consumers.onChange = b.notifyConsumerIdsChanged
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
 	b.topics.onChange = b.registrar.trigger
@@ -151,6 +157,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		b.store = st
 	}
 	b.longPoll = newLongPollService(b)
+	b.txCheck = newTransactionCheckService(b)
 	b.server = transport.NewServer(transport.ServerConfig{
 		IdleTimeout: time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
 		Logger:      logger,
@@ -200,7 +207,15 @@ func (b *Broker) Start() error {
 	}
 	cfg := b.config()
 	if err := b.store.Start(); err != nil {
+		b.state.Store(stateStopped)
 		return fmt.Errorf("start store: %w", err)
+	}
+	fail := func(err error) error {
+		b.markReady()
+		b.server.Close()
+		b.store.Shutdown()
+		b.state.Store(stateStopped)
+		return err
 	}
 	b.store.OnDispatch(b.onDispatch)
 	bind := cfg.BindAddress
@@ -209,10 +224,10 @@ func (b *Broker) Start() error {
 	}
 	la, err := b.server.Listen(net.JoinHostPort(bind, strconv.Itoa(cfg.ListenPort)))
 	if err != nil {
-		b.store.Shutdown()
-		return fmt.Errorf("listen on %s:%d: %w", bind, cfg.ListenPort, err)
+		return fail(fmt.Errorf("listen on %s:%d: %w", bind, cfg.ListenPort, err))
 	}
 	port := la.(*net.TCPAddr).Port
+	ip := advertisedIP(cfg.BrokerIP1, bind)
 	if cfg.VipChannelEnable {
 		vipPort := 0
 		if cfg.ListenPort > 2 {
@@ -220,21 +235,14 @@ func (b *Broker) Start() error {
 		}
 		va, err := b.server.Listen(net.JoinHostPort(bind, strconv.Itoa(vipPort)))
 		if err != nil {
-			b.markReady()
-			b.server.Close()
-			b.store.Shutdown()
-			return fmt.Errorf("listen on VIP port %s:%d: %w", bind, vipPort, err)
+			return fail(fmt.Errorf("listen on VIP port %s:%d (vipChannelEnable=false turns it off): %w", bind, vipPort, err))
 		}
-		b.vipAddr = net.JoinHostPort(advertisedIP(cfg.BrokerIP1, bind), strconv.Itoa(va.(*net.TCPAddr).Port))
+		b.vipAddr = net.JoinHostPort(ip, strconv.Itoa(va.(*net.TCPAddr).Port))
 	}
-	ip := advertisedIP(cfg.BrokerIP1, bind)
 	b.addr = net.JoinHostPort(ip, strconv.Itoa(port))
 	host, err := message.ParseAddr(b.addr)
 	if err != nil {
-		b.markReady()
-		b.server.Close()
-		b.store.Shutdown()
-		return fmt.Errorf("%w: advertised address %s: %w", ErrConfig, b.addr, err)
+		return fail(fmt.Errorf("%w: advertised address %s (brokerIP1 must be an IP address): %w", ErrConfig, b.addr, err))
 	}
 	b.storeHost = host
 	b.markReady()
@@ -249,6 +257,7 @@ func (b *Broker) Start() error {
 	b.registrar.round()
 	b.background(b.registrar.run)
 	b.schedule.start()
+	b.txCheck.start()
 	b.logger.Info("broker started", "addr", b.addr, "vip", b.vipAddr, "name", cfg.BrokerName,
 		"cluster", cfg.BrokerClusterName, "namesrv", cfg.NamesrvAddr)
 	return nil
@@ -303,6 +312,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	var errs []error
 	b.schedule.stop()
+	b.txCheck.stop()
 	b.longPoll.shutdown()
 	if err := b.inflight.wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("waiting for in-flight requests: %w", err))
@@ -312,6 +322,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("close listeners: %w", err))
 	}
 	close(b.stop)
+	b.registrar.stopRounds()
 	b.bg.Wait()
 	// An unreachable name server must not fail the shutdown: it drops the
 	// broker after its 120 s expiry anyway.

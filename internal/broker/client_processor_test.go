@@ -147,3 +147,26 @@ func TestCheckClientConfig(t *testing.T) {
 		t.Errorf("invalid SQL92: code %d remark %q", r.Code, r.Remark)
 	}
 }
+
+func TestConsumerExpiry(t *testing.T) {
+	e := startBroker(t, nil)
+	e.invoke(goRequest(remoting.HeartBeat, nil, goHeartbeat("c1", "eg", "TBW102", "*")))
+	if len(e.b.consumers.ClientIDs("eg")) != 1 {
+		t.Fatal("not registered")
+	}
+	e.b.consumers.ScanExpired(time.Now().Add(119*time.Second), 120*time.Second, true)
+	if len(e.b.consumers.ClientIDs("eg")) != 1 {
+		t.Fatal("expired before 120 s")
+	}
+	e.b.consumers.ScanExpired(time.Now().Add(121*time.Second), 120*time.Second, true)
+	if len(e.b.consumers.ClientIDs("eg")) != 0 {
+		t.Fatal("not expired after 120 s without heartbeat")
+	}
+	if e.b.producers.AnyConn("pg") == nil {
+		t.Fatal("producer not registered")
+	}
+	e.b.producers.ScanExpired(time.Now().Add(121*time.Second), 120*time.Second)
+	if e.b.producers.AnyConn("pg") != nil {
+		t.Fatal("producer not expired")
+	}
+}

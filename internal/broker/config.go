@@ -76,6 +76,7 @@ type Config struct {
 	FlushConsumerOffsetInterval    int64 `prop:"flushConsumerOffsetInterval" live:"true"`
 
 	RejectTransactionMessage bool   `prop:"rejectTransactionMessage" live:"true"`
+	StoreReplyMessageEnable  bool   `prop:"storeReplyMessageEnable" live:"true"`
 	TraceOn                  bool   `prop:"traceOn" live:"true"`
 	RegionID                 string `prop:"regionId" live:"true"`
 	EnablePropertyFilter     bool   `prop:"enablePropertyFilter"`
@@ -148,8 +149,9 @@ func DefaultConfig() Config {
 		ChannelExpiredTimeout:          120000,
 		FlushConsumerOffsetInterval:    5000,
 
-		TraceOn:  true,
-		RegionID: "DefaultRegion",
+		StoreReplyMessageEnable: true,
+		TraceOn:                 true,
+		RegionID:                "DefaultRegion",
 
 		TransactionTimeOut:       6000,
 		TransactionCheckMax:      15,

@@ -1,9 +1,10 @@
 // Package broker is Spool's RocketMQ-compatible broker: the remoting
 // processors (send, pull with long polling, offsets, heartbeats, admin,
-// retries, orderly locks, transactions' END_TRANSACTION), the metadata
-// managers (topics, subscription groups, consumer offsets, consumer and
-// producer registries, delayed-message progress), and registration with
-// name servers.
+// retries and dead letters, orderly locks, END_TRANSACTION, request/reply),
+// the metadata managers (topics, subscription groups, consumer offsets,
+// consumer and producer registries), the background services (delayed
+// message delivery, transaction check-back, client expiry) and
+// registration with name servers.
 //
 // It owns the broker's config/ directory and talks to storage only through
 // store.MessageStore. It must never: block a worker on a flush (sends are
@@ -40,4 +41,7 @@
 //	                   consume-queue tag field = delivery time (ms)
 //	half message       RMQ_SYS_TRANS_HALF_TOPIC queue 0; properties + REAL_TOPIC, REAL_QID,
 //	                   __transactionId__; transaction bits cleared
+//	resolved half      RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0; tag "d"; body = half queue offset
+//	                   (decimal text); check-back progress of both queues in consumerOffset.json
+//	                   under group CID_RMQ_SYS_TRANS
 package broker

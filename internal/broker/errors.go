@@ -9,8 +9,6 @@ var (
 	ErrBadHeader = errors.New("bad request header")
 	// ErrBadBody marks a request whose body does not decode.
 	ErrBadBody = errors.New("bad request body")
-	// ErrNotStarted is returned by calls that need a started broker.
-	ErrNotStarted = errors.New("broker not started")
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("broker already started")
 	// ErrShutdown is returned once Shutdown has begun.

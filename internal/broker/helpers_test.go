@@ -259,3 +259,9 @@ func (e *testEnv) waitDispatched(topic string, queueID int32, n int64) {
 	e.t.Helper()
 	waitFor(e.t, "dispatch of "+topic, func() bool { return e.b.store.MaxOffsetInQueue(topic, queueID) >= n })
 }
+
+func benchLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newBenchClient() *transport.Client {
+	return transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second})
+}

@@ -25,6 +25,7 @@ type metadataFile struct {
 	done  chan struct{}
 
 	writeMu sync.Mutex // serializes writers of the file
+	started bool
 }
 
 func newMetadataFile(path string, snapshot func() ([]byte, error), logger *slog.Logger) *metadataFile {
@@ -58,7 +59,10 @@ func (f *metadataFile) markDirty() {
 	}
 }
 
-func (f *metadataFile) start() { go f.run() }
+func (f *metadataFile) start() {
+	f.started = true
+	go f.run()
+}
 
 func (f *metadataFile) run() {
 	defer close(f.done)
@@ -76,12 +80,14 @@ func (f *metadataFile) run() {
 
 // close stops the background writer and writes a final snapshot.
 func (f *metadataFile) close() error {
-	select {
-	case <-f.stop:
-	default:
-		close(f.stop)
+	if f.started {
+		select {
+		case <-f.stop:
+		default:
+			close(f.stop)
+		}
+		<-f.done
 	}
-	<-f.done
 	return f.flush()
 }
 

@@ -44,6 +44,8 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.SendMessageV2, b.handleSend, b.sendEx)
 	reg(remoting.SendBatchMessage, b.handleSend, b.sendEx)
 	reg(remoting.ConsumerSendMsgBack, b.handleConsumerSendMsgBack, b.sendEx)
+	reg(remoting.SendReplyMessage, b.handleSendReply, b.sendEx)
+	reg(remoting.SendReplyMessageV2, b.handleSendReply, b.sendEx)
 
 	reg(remoting.PullMessage, b.handlePull, b.pullEx)
 	reg(remoting.LitePullMessage, b.handlePull, litePull)

@@ -73,7 +73,21 @@ func (b *Broker) handlePull(c *transport.Conn, req *remoting.Command) *remoting.
 	if err != nil {
 		return badHeader(req, err)
 	}
-	return b.processPull(c, req, h, true)
+	return b.withPullExt(h, b.processPull(c, req, h, true))
+}
+
+// withPullExt gives error answers the four offset fields too, so a client
+// that reads them whatever the code stays where it was (nextBeginOffset =
+// the requested offset).
+func (b *Broker) withPullExt(h *pullHeader, resp *remoting.Command) *remoting.Command {
+	if resp == nil || resp.Ext("nextBeginOffset") != "" {
+		return resp
+	}
+	resp.SetExt("suggestWhichBrokerId", strconv.Itoa(masterID))
+	resp.SetExt("nextBeginOffset", strconv.FormatInt(h.queueOffset, 10))
+	resp.SetExt("minOffset", strconv.FormatInt(b.store.MinOffsetInQueue(h.topic, h.queueID), 10))
+	resp.SetExt("maxOffset", strconv.FormatInt(b.store.MaxOffsetInQueue(h.topic, h.queueID), 10))
+	return resp
 }
 
 // processPull runs one pull. firstRun is false when a held pull is run
@@ -184,6 +198,9 @@ func (b *Broker) processPull(c *transport.Conn, req *remoting.Command, h *pullHe
 		resp.Code = remoting.PullOffsetMoved
 	}
 	res.Release()
+	if resp.Code == remoting.PullOffsetMoved && firstRun {
+		b.recordOffsetMoved(h, res.NextBeginOffset)
+	}
 
 	if resp.Code == remoting.PullNotFound && firstRun && h.sysFlag&pullFlagSuspend != 0 && !b.stopping() {
 		timeout := h.suspendTimeoutMillis

@@ -37,9 +37,10 @@ func TestPullStatuses(t *testing.T) {
 	check("offset == max", pullReq("g", "P1", 0, 2, sub, 0, "*"), remoting.PullNotFound, 2)
 	check("offset > max", pullReq("g", "P1", 0, 9, sub, 0, "*"), remoting.PullOffsetMoved, 2)
 	check("found", pullReq("g", "P1", 0, 1, sub, 0, "*"), remoting.Success, 2)
-	check("unknown topic", pullReq("g", "Nope", 0, 0, sub, 0, "*"), remoting.TopicNotExist, -1)
-	check("bad queue", pullReq("g", "P1", 2, 0, sub, 0, "*"), remoting.InvalidParameter, -1)
-	check("no heartbeat", pullReq("g", "P1", 0, 0, 0, 0, ""), remoting.SubscriptionNotExist, -1)
+	e.waitDispatched("OFFSET_MOVED_EVENT", 0, 2) // one per PULL_OFFSET_MOVED answer
+	check("unknown topic", pullReq("g", "Nope", 0, 3, sub, 0, "*"), remoting.TopicNotExist, 3)
+	check("bad queue", pullReq("g", "P1", 2, 1, sub, 0, "*"), remoting.InvalidParameter, 1)
+	check("no heartbeat", pullReq("g", "P1", 0, 1, 0, 0, ""), remoting.SubscriptionNotExist, 1)
 	bad := pullReq("g", "P1", 0, 0, sub, 0, "*")
 	delete(bad.ExtFields, "queueOffset")
 	resp := e.invoke(bad)

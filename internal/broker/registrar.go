@@ -34,10 +34,18 @@ type registrar struct {
 	client *transport.Client
 	kick   chan struct{}
 	mu     sync.Mutex // one registration round at a time
+
+	// base is canceled at shutdown so a hanging name server cannot hold
+	// the periodic rounds.
+	base   context.Context
+	cancel context.CancelFunc
 }
 
 func newRegistrar(b *Broker, local LocalNamesrv) *registrar {
+	base, cancel := context.WithCancel(context.Background())
 	return &registrar{
+		base:   base,
+		cancel: cancel,
 		b:      b,
 		local:  local,
 		client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second}),
@@ -96,7 +104,7 @@ func (r *registrar) run() {
 }
 
 func (r *registrar) round() {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout())
+	ctx, cancel := context.WithTimeout(r.base, r.timeout())
 	defer cancel()
 	if err := r.registerAll(ctx); err != nil {
 		r.b.logger.Warn("register broker", "err", err)
@@ -203,5 +211,8 @@ func (r *registrar) each(ctx context.Context, build func() *remoting.Command) er
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// stopRounds cancels periodic rounds in progress.
+func (r *registrar) stopRounds() { r.cancel() }
 
 func (r *registrar) close() { r.client.Close() }

@@ -1,16 +1,12 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/spoolmq/spool/internal/config"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -73,7 +69,10 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	} else {
 		i64("putMessageAverageSize", 0)
 	}
-	t["putMessageDistributeTime"] = pageCacheRTLine(st.PageCacheRTBuckets)
+	t["putMessageDistributeTime"] = st.PageCacheRT.DistributionString()
+	if st.PutTPS != "" {
+		t["storePutTps"] = st.PutTPS
+	}
 	t["putLatencyP99Micros"] = strconv.FormatInt(st.Put.Quantile(0.99).Microseconds(), 10)
 	t["putLockHoldP99Micros"] = strconv.FormatInt(st.PutLockHold.Quantile(0.99).Microseconds(), 10)
 	i64("commitLogMinOffset", b.store.MinPhyOffset())
@@ -105,22 +104,6 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	return t
 }
 
-var pageCacheRTLabels = [13]string{"[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]",
-	"[500ms~1s]", "[1~2s]", "[2~3s]", "[3~4s]", "[4~5s]", "[5~10s]", "[10s~]"}
-
-func pageCacheRTLine(b [13]int64) string {
-	var sb strings.Builder
-	for i, n := range b {
-		if i > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(pageCacheRTLabels[i])
-		sb.WriteByte(':')
-		sb.WriteString(strconv.FormatInt(n, 10))
-	}
-	return sb.String()
-}
-
 func runtimeString(d time.Duration) string {
 	s := int64(d.Seconds())
 	return fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", s/86400, s%86400/3600, s%3600/60, s%60)
@@ -129,64 +112,4 @@ func runtimeString(d time.Duration) string {
 func humanBytes(n uint64) string {
 	const gib = 1 << 30
 	return fmt.Sprintf("%.2f GiB", float64(n)/gib)
-}
-
-// handleGetBrokerConfig answers every broker and store key as a
-// .properties body, with the topic table's data version in ext "version".
-func (b *Broker) handleGetBrokerConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	cfg := b.Config()
-	storeCfg := b.storeCfg
-	kv := config.Dump(&cfg, &storeCfg)
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var buf bytes.Buffer
-	for _, k := range keys {
-		buf.WriteString(k)
-		buf.WriteByte('=')
-		buf.WriteString(kv[k])
-		buf.WriteByte('\n')
-	}
-	resp := response(req, remoting.Success, "")
-	resp.Body = buf.Bytes()
-	if v, err := json.Marshal(b.topics.Version()); err == nil {
-		resp.SetExt("version", string(v))
-	}
-	return resp
-}
-
-// handleUpdateBrokerConfig applies a .properties body to the broker keys
-// tagged live; anything else is refused by name and nothing is applied.
-func (b *Broker) handleUpdateBrokerConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	props, err := config.ParseProperties(bytes.NewReader(req.Body))
-	if err != nil {
-		return response(req, remoting.InvalidParameter, fmt.Sprintf("%v: broker config properties: %v", ErrBadBody, err))
-	}
-	if len(props) == 0 {
-		return response(req, remoting.InvalidParameter, "no properties to update")
-	}
-	storeCfg := b.storeCfg
-	storeKeys := config.Dump(&storeCfg)
-	var refused []string
-	for k := range props {
-		if _, ok := storeKeys[k]; ok {
-			refused = append(refused, k)
-		}
-	}
-	if len(refused) > 0 {
-		sort.Strings(refused)
-		return response(req, remoting.InvalidParameter, fmt.Sprintf(
-			"store keys cannot be changed at run time (restart with the new value): %s", strings.Join(refused, ", ")))
-	}
-	b.cfgMu.Lock()
-	defer b.cfgMu.Unlock()
-	next := b.Config()
-	if err := config.UpdateLive(props, &next); err != nil {
-		return response(req, remoting.InvalidParameter, err.Error())
-	}
-	b.cfg.Store(&next)
-	b.logger.Info("broker config updated", "keys", len(props))
-	return response(req, remoting.Success, "")
 }

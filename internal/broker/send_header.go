@@ -34,7 +34,7 @@ type sendHeader struct {
 // default to what the Go client sends when absent (TBW102, 4, 0, now).
 func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
 	r := newExtReader(req)
-	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage {
+	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
 		// Java maps V2 names for these codes; accept long names too.
 		if _, ok := req.ExtFields["b"]; ok {
 			r.alias = sendV2Keys

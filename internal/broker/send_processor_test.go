@@ -2,7 +2,11 @@ package broker
 
 import (
 	"bytes"
+	"context"
+	"time"
+
 	"compress/zlib"
+	"github.com/spoolmq/spool/remoting/transport"
 	"strings"
 	"testing"
 
@@ -151,7 +155,9 @@ func TestSendAutoCreateTopic(t *testing.T) {
 }
 
 func TestSendAutoCreateDisabled(t *testing.T) {
-	e := startBroker(t, func(c *Config, _ *store.Config) { c.AutoCreateTopicEnable = false })
+	dir := t.TempDir()
+	startBrokerIn(t, dir, nil).stop() // leaves TBW102 in topics.json
+	e := startBrokerIn(t, dir, func(c *Config, _ *store.Config) { c.AutoCreateTopicEnable = false })
 	if e.b.topics.Find("TBW102") != nil {
 		t.Errorf("TBW102 exists with autoCreateTopicEnable=false")
 	}
@@ -264,4 +270,52 @@ func TestSendTransactionHalf(t *testing.T) {
 	if r := e.invoke(wrong); r.Code != remoting.SystemError || !strings.Contains(r.Remark, "producer group wrong") {
 		t.Errorf("wrong group: code %d remark %q", r.Code, r.Remark)
 	}
+}
+
+func TestTransactionCheckBack(t *testing.T) {
+	e := startBroker(t, func(c *Config, _ *store.Config) {
+		c.TransactionCheckInterval = 20
+		c.TransactionTimeOut = 0
+	})
+	e.createTopic("TC", 1)
+	checks := make(chan *remoting.Command, 4)
+	cl := transport.NewClient(transport.ClientConfig{Handler: func(c *transport.Conn, req *remoting.Command) *remoting.Command {
+		if req.Code == remoting.CheckTransactionState {
+			checks <- req
+		}
+		return nil
+	}})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	hb := []byte(`{"clientID":"tx@1","producerDataSet":[{"groupName":"txg"}],"consumerDataSet":[]}`)
+	if r, err := cl.Invoke(ctx, e.b.Addr(), goRequest(remoting.HeartBeat, nil, hb)); err != nil || r.Code != 0 {
+		t.Fatalf("heartbeat: %v", err)
+	}
+	half := sendV1("TC", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "txg", "UNIQ_KEY": "UK"}, []byte("pending"))
+	half.ExtFields["sysFlag"] = "4"
+	if r, err := cl.Invoke(ctx, e.b.Addr(), half); err != nil || r.Code != 0 {
+		t.Fatalf("half send: %v %+v", err, r)
+	}
+	var chk *remoting.Command
+	select {
+	case chk = <-checks:
+	case <-ctx.Done():
+		t.Fatal("no CHECK_TRANSACTION_STATE")
+	}
+	if chk.Ext("msgId") != "UK" || !chk.IsOneway() {
+		t.Errorf("check ext %v flag %d", chk.ExtFields, chk.Flag)
+	}
+	recs := decodeRecords(t, chk.Body)
+	if len(recs) != 1 || recs[0].Topic != "TC" || recs[0].Properties["PGROUP"] != "txg" {
+		t.Fatalf("check body %+v", recs)
+	}
+	end := goRequest(remoting.EndTransaction, map[string]string{
+		"producerGroup": "txg", "tranStateTableOffset": chk.Ext("tranStateTableOffset"),
+		"commitLogOffset": chk.Ext("commitLogOffset"), "commitOrRollback": "8", "fromTransactionCheck": "true", "msgId": "UK",
+	}, nil)
+	if r, err := cl.Invoke(ctx, e.b.Addr(), end); err != nil || r.Code != 0 {
+		t.Fatalf("commit after check: %v %+v", err, r)
+	}
+	e.waitDispatched("TC", 0, 1)
 }

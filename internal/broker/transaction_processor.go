@@ -14,8 +14,8 @@ import (
 // the real message (REAL_TOPIC/REAL_QID, transaction type commit,
 // preparedTransactionOffset = the half record's offset); both record an op
 // entry in RMQ_SYS_TRANS_OP_HALF_TOPIC (tag "d", body = half queue offset).
-// State "unknown" (0) gets no answer. The check-back of unresolved half
-// messages is not built.
+// State "unknown" (0) gets no answer; the transaction check service asks
+// the producer later.
 func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := newExtReader(req)
 	group := r.str("producerGroup", true)

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // prefaultShift: the writer asks for pre-faulting each time it crosses a
@@ -100,6 +101,15 @@ func (a *allocator) start() {
 func (a *allocator) stop() {
 	close(a.stopCh)
 	a.wg.Wait()
+	if sp := a.c.spilling.Load(); sp != nil {
+		// Give the spilled records their file before shutting down.
+		a.stopCh = make(chan struct{})
+		a.fill()
+		if a.c.spilling.Load() != nil {
+			a.c.st.logger.Error("store: shutting down with records only in the in-memory spill; they are lost",
+				"offset", sp.from, "bytes", sp.wrote.Load(), "err", a.lastError())
+		}
+	}
 	a.mu.Lock()
 	ready := a.ready
 	a.ready = nil
@@ -156,7 +166,7 @@ func (a *allocator) fill() {
 			return
 		}
 		mf.prefault(0, min(prefaultAhead, size))
-		a.c.st.stats.fileCreate.observeNs(a.c.monoNs() - start)
+		a.c.st.stats.fileCreate.Record(time.Duration(a.c.monoNs() - start))
 		a.c.st.stats.filesCreated.Add(1)
 		a.mu.Lock()
 		a.lastErr = nil

@@ -226,7 +226,7 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	}
 	c.lockBeginNs.Store(0)
 	c.lock.Unlock()
-	c.st.stats.lockHold.observe(time.Duration(c.monoNs() - begin))
+	c.st.stats.lockHold.Record(time.Duration(c.monoNs() - begin))
 
 	c.finishPost(post, postBufs, postPos)
 	c.kickDispatch()
@@ -328,6 +328,9 @@ func (c *CommitLog) rollLocked() (*MappedFile, *pendingWrite, int64, error) {
 		}
 	} else if last := c.mfq.last(); last != nil {
 		nextFrom = last.from + last.size
+	}
+	if fp := c.st.Failpoint; fp != nil {
+		fp("roll")
 	}
 	next := c.alloc.take(nextFrom)
 	if next == nil {

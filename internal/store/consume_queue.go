@@ -69,10 +69,12 @@ func newConsumeQueue(st *DefaultMessageStore, topic string, queueID int32) *Cons
 		mfq: newMappedFileQueue(st.fs, dir, fsize, false)}
 }
 
-// load opens the files and finds the last written entry. With scan the
-// last file is read forward and cut at the first invalid entry (abnormal
-// recovery); otherwise the last non-zero entry ends it.
-func (cq *ConsumeQueue) load(scan bool) error {
+// load opens the files and finds the last written entry. Normally the
+// last non-zero entry ends the queue. With abnormal set (recovery after a
+// crash) the queue keeps only the valid, increasing entries whose records
+// start below limit (the checkpoint's dispatched offset: everything below
+// it was flushed); the rest is cut and dispatch rebuilds it.
+func (cq *ConsumeQueue) load(abnormal bool, limit int64) error {
 	if err := cq.mfq.load(); err != nil {
 		return err
 	}
@@ -80,14 +82,10 @@ func (cq *ConsumeQueue) load(scan bool) error {
 	if len(files) == 0 {
 		return nil
 	}
-	for _, mf := range files {
-		mf.setPositions(mf.size)
-	}
-	lastIdx := len(files) - 1
 	var end int64 = -1
-	for i := lastIdx; i >= 0 && end < 0; i-- {
+	for i := len(files) - 1; i >= 0 && end < 0; i-- {
 		mf := files[i]
-		pos, phyEnd, err := cq.scanFile(mf, scan)
+		pos, phyEnd, err := cq.scanFile(mf, abnormal, limit)
 		if err != nil {
 			return err
 		}
@@ -96,7 +94,7 @@ func (cq *ConsumeQueue) load(scan bool) error {
 			cq.maxPhyEnd.Store(phyEnd)
 		}
 	}
-	if err := cq.mfq.truncateFrom(end); err != nil {
+	if err := cq.mfq.truncate(end, abnormal); err != nil {
 		return err
 	}
 	cq.maxOffset.Store(end / CQEntrySize)
@@ -106,10 +104,12 @@ func (cq *ConsumeQueue) load(scan bool) error {
 	return nil
 }
 
-// scanFile finds the end of the written entries of mf.
-func (cq *ConsumeQueue) scanFile(mf *MappedFile, forward bool) (int64, int64, error) {
+// scanFile finds the end of the written entries of mf: the last non-zero
+// entry, or with strict the end of the valid increasing prefix below limit.
+func (cq *ConsumeQueue) scanFile(mf *MappedFile, strict bool, limit int64) (int64, int64, error) {
 	buf := make([]byte, 64<<10/CQEntrySize*CQEntrySize)
 	var end, phyEnd int64
+	prev := int64(-1)
 	for off := int64(0); off < mf.size; off += int64(len(buf)) {
 		n := min(int64(len(buf)), mf.size-off)
 		if _, err := mf.f.ReadAt(buf[:n], off); err != nil {
@@ -117,12 +117,13 @@ func (cq *ConsumeQueue) scanFile(mf *MappedFile, forward bool) (int64, int64, er
 		}
 		for i := int64(0); i+CQEntrySize <= n; i += CQEntrySize {
 			e, ok := DecodeCQEntry(buf[i:])
+			if strict && (!ok || e.Offset <= prev || e.Offset >= limit) {
+				return end, phyEnd, nil
+			}
 			if !ok {
-				if forward {
-					return end, phyEnd, nil
-				}
 				continue
 			}
+			prev = e.Offset
 			end = off + i + CQEntrySize
 			phyEnd = e.Offset + int64(e.Size)
 		}

@@ -25,8 +25,6 @@ type dispatchRequest struct {
 	tagsCode    int64
 	storeTs     int64
 	sysFlag     int32
-	keys        string
-	uniqKey     string
 }
 
 // dispatcher ("reput") reads what the CommitLog made readable and appends
@@ -183,7 +181,6 @@ func (d *dispatcher) pass() error {
 					b.first, b.entries = req.queueOffset, b.entries[:0]
 				}
 				b.entries = AppendCQEntry(b.entries, CQEntry{Offset: req.phy, Size: req.size, TagsCode: req.tagsCode})
-				d.st.dispatchIndex(&req)
 			}
 			d.st.stats.dispatched.Add(1)
 			p += size
@@ -192,8 +189,14 @@ func (d *dispatcher) pass() error {
 		if err := flushBatches(); err != nil {
 			return err
 		}
+		if fp := d.st.Failpoint; fp != nil {
+			fp("dispatch")
+		}
 		d.reputFrom.Store(next)
-		d.st.stats.dispatch.observeNs(c.monoNs() - start)
+		if d.st.index != nil {
+			d.st.index.kick()
+		}
+		d.st.stats.dispatch.Record(time.Duration(c.monoNs() - start))
 	}
 }
 
@@ -224,8 +227,6 @@ func (st *DefaultMessageStore) parseDispatch(rec []byte, phy int64) (dispatchReq
 			}
 		}
 	}
-	req.keys, _ = message.LookupProperty(props, message.PropertyKeys)
-	req.uniqKey, _ = message.LookupProperty(props, message.PropertyUniqClientMessageIDKeyIdx)
 	return req, nil
 }
 

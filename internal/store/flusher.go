@@ -154,7 +154,7 @@ func (f *flusher) flushTo(target int64) error {
 		}
 		start := f.c.monoNs()
 		pos, err := mf.flush()
-		f.c.st.stats.flush.observeNs(f.c.monoNs() - start)
+		f.c.st.stats.flush.Record(time.Duration(f.c.monoNs() - start))
 		f.c.st.stats.flushes.Add(1)
 		if err != nil {
 			mf.release()

@@ -3,7 +3,9 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/spoolmq/spool/message"
 )
@@ -66,6 +68,20 @@ func (st *DefaultMessageStore) batchFull(sizePy, maxMsgNums, maxBytes, bufferTot
 
 // GetMessage reads up to maxMsgNums messages of topic/queueID from offset.
 func (st *DefaultMessageStore) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
+	start := time.Now()
+	r := st.getMessage(topic, queueID, offset, maxMsgNums, maxBytes, filter)
+	st.stats.rt.RecordGet(r.Status == Found, len(r.Buffers), time.Since(start), isSystemTopic(topic))
+	return r
+}
+
+// isSystemTopic tells the day totals to leave a topic out, as RocketMQ's
+// "without system topic" figures.
+func isSystemTopic(topic string) bool {
+	return strings.HasPrefix(topic, "rmq_sys_") || strings.HasPrefix(topic, "RMQ_SYS_") || topic == scheduleTopic ||
+		topic == "TBW102" || strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%")
+}
+
+func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
 	r := &GetResult{}
 	if st.state.Load() != stateRunning {
 		r.Status, r.NextBeginOffset = NoMatchedLogicQueue, offset

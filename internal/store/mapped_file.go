@@ -125,6 +125,7 @@ func createMappedFile(fs vfs.FS, dir string, from, size int64, method string, mm
 		return fail(err)
 	}
 	mf := &MappedFile{fs: fs, path: path, from: from, size: size, f: f}
+	mf.lastStoreTs.Store(fs.Now().UnixMilli())
 	if mmapped {
 		if mf.data, err = f.Mmap(0, int(size)); err != nil {
 			return fail(err)

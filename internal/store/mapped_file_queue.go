@@ -74,6 +74,7 @@ func (q *MappedFileQueue) load() error {
 			return err
 		}
 		mf.setPositions(q.fileSize)
+		mf.lastStoreTs.Store(st.ModTime().UnixMilli())
 		q.files = append(q.files, mf)
 	}
 	return nil

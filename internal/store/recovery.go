@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/spoolmq/spool/internal/store/index"
 	"github.com/spoolmq/spool/message"
 )
 
@@ -40,7 +41,11 @@ func (st *DefaultMessageStore) recover() error {
 	if err := c.mfq.load(); err != nil {
 		return err
 	}
-	if err := st.loadConsumeQueues(abnormal); err != nil {
+	limit := cp.LogicsDispatchedOffset
+	if !haveCP {
+		limit = 0
+	}
+	if err := st.loadConsumeQueues(abnormal, limit); err != nil {
 		return err
 	}
 	end, err := st.recoverCommitLog(abnormal, cp, haveCP)
@@ -94,6 +99,11 @@ func (st *DefaultMessageStore) recover() error {
 		cq.correctMinOffset(c.minOffset())
 		c.queueOffsets[queueKey{cq.topic, cq.queueID}] = cq.maxOffset.Load()
 	}
+	if st.cfg.MessageIndexEnable {
+		if err := st.openIndex(abnormal, end); err != nil {
+			return err
+		}
+	}
 	if abnormal {
 		st.logger.Warn("store: recovered after a crash", "commitLogEnd", end, "redispatchedFrom", from,
 			"truncatedBytes", st.stats.truncatedBytes.Load(), "skippedRecords", st.stats.skippedCorrupt.Load())
@@ -101,7 +111,28 @@ func (st *DefaultMessageStore) recover() error {
 	return nil
 }
 
-func (st *DefaultMessageStore) loadConsumeQueues(abnormal bool) error {
+// openIndex opens the index service and places its cursor.
+func (st *DefaultMessageStore) openIndex(abnormal bool, end int64) error {
+	svc, err := index.Open(index.Config{Dir: st.cfg.indexDir(), MaxHashSlotNum: st.cfg.MaxHashSlotNum,
+		MaxIndexNum: st.cfg.MaxIndexNum, FS: st.fs, Logger: st.logger})
+	if err != nil {
+		return fmt.Errorf("store: open index: %w", err)
+	}
+	if abnormal {
+		if err := svc.Truncate(end); err != nil {
+			svc.Close()
+			return fmt.Errorf("store: truncate index at %d: %w", end, err)
+		}
+	}
+	from := max(svc.IndexedPhyOffset(), st.commitLog.minOffset())
+	x := &indexDispatcher{st: st, svc: svc, kickCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
+	x.cursor.Store(min(from, end))
+	svc.Dispatched(x.cursor.Load())
+	st.index = x
+	return nil
+}
+
+func (st *DefaultMessageStore) loadConsumeQueues(abnormal bool, limit int64) error {
 	root := st.cfg.consumeQueueDir()
 	if err := st.fs.MkdirAll(root, 0o755); err != nil {
 		return fmt.Errorf("store: mkdir %s: %w", root, err)
@@ -121,7 +152,7 @@ func (st *DefaultMessageStore) loadConsumeQueues(abnormal bool) error {
 				continue
 			}
 			cq := st.consumeQueue(t, int32(id), true)
-			if err := cq.load(abnormal); err != nil {
+			if err := cq.load(abnormal, limit); err != nil {
 				return err
 			}
 		}

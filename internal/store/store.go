@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/store/stats"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 )
@@ -32,6 +34,8 @@ type DefaultMessageStore struct {
 	lock      io.Closer
 	commitLog *CommitLog
 	disp      *dispatcher
+	index     *indexDispatcher // nil when messageIndexEnable=false
+	statsStop context.CancelFunc
 
 	cqMu sync.RWMutex
 	cqs  map[queueKey]*ConsumeQueue
@@ -45,8 +49,12 @@ type DefaultMessageStore struct {
 	delayLevels []int64
 	memTotal    int64
 
-	bgStop chan struct{}
-	bgWG   sync.WaitGroup
+	ckMu sync.Mutex // one checkpoint writer at a time
+
+	doomedMu sync.Mutex
+	doomed   []*MappedFile // deleted files still held by readers
+	bgStop   chan struct{}
+	bgWG     sync.WaitGroup
 
 	// Failpoint, when set (tests), is called at named points: "roll",
 	// "dispatch", "checkpoint-written", "checkpoint-renamed".
@@ -83,6 +91,7 @@ func Open(cfg Config, fs vfs.FS, logger *slog.Logger) (*DefaultMessageStore, err
 	}
 	st := &DefaultMessageStore{cfg: cfg, fs: fs, logger: logger, lock: lk, cqs: map[queueKey]*ConsumeQueue{},
 		delayLevels: levels, memTotal: physicalMemory(), bgStop: make(chan struct{})}
+	st.stats.rt = stats.NewStoreStats(fs.Now())
 	st.commitLog = newCommitLog(st)
 	st.disp = newDispatcher(st)
 	return st, nil
@@ -139,8 +148,19 @@ func (st *DefaultMessageStore) Start() error {
 	c.alloc.start()
 	c.flusher.start()
 	st.disp.start()
+	if st.index != nil {
+		st.index.start()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	st.statsStop = cancel
 	st.bgWG.Add(1)
+	go func() {
+		defer st.bgWG.Done()
+		st.stats.rt.Run(ctx, st.logger, st.fs.Now)
+	}()
+	st.bgWG.Add(2)
 	go st.backgroundLoop()
+	go st.cleanLoop()
 	if cur := c.cur; cur != nil && cur.wrote.Load() >= cur.size/2 {
 		c.halfKicked = true
 		c.alloc.kick()
@@ -164,10 +184,14 @@ func (st *DefaultMessageStore) Shutdown() error {
 	c.lock.Lock()
 	c.lock.Unlock()
 	close(st.bgStop)
+	st.statsStop()
 	st.bgWG.Wait()
 	c.alloc.stop()
 	c.flusher.stop()
 	st.disp.stop()
+	if st.index != nil {
+		st.index.stop()
+	}
 	var errs []error
 	clean := st.readOnly.Load() == nil
 	if clean {
@@ -201,6 +225,9 @@ func (st *DefaultMessageStore) closeFiles() error {
 		errs = append(errs, cq.close())
 	}
 	st.cqMu.Unlock()
+	if st.index != nil {
+		errs = append(errs, st.index.svc.Close())
+	}
 	errs = append(errs, st.lock.Close())
 	return errors.Join(errs...)
 }
@@ -275,7 +302,7 @@ func (st *DefaultMessageStore) PutMessage(msg *message.Inner, done func(PutResul
 	out := c.appendRecords(buf, sizes[:], queueKey{msg.Topic, msg.QueueID}, message.TransactionValue(msg.SysFlag), msg.StoreTimestamp, false)
 	*bp = buf
 	c.putBuf(bp)
-	st.finishPut(out, 1, waitStoreMsgOK(msg), start, done)
+	st.finishPut(out, 1, waitStoreMsgOK(msg), isSystemTopic(msg.Topic), start, done)
 }
 
 // PutMessages appends a batch as consecutive records of one queue.
@@ -312,7 +339,7 @@ func (st *DefaultMessageStore) PutMessages(batch *message.Batch, done func(PutRe
 	out := c.appendRecords(buf, sizes, queueKey{batch.Topic, batch.QueueID}, message.TransactionValue(batch.SysFlag), 0, true)
 	*bp = buf
 	c.putBuf(bp)
-	st.finishPut(out, len(sizes), true, start, done)
+	st.finishPut(out, len(sizes), true, isSystemTopic(batch.Topic), start, done)
 }
 
 func waitStoreMsgOK(m *message.Inner) bool {
@@ -326,15 +353,14 @@ func waitStoreMsgOK(m *message.Inner) bool {
 	return !ok || v != "false"
 }
 
-func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait bool, start time.Time, done func(PutResult)) {
+func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait, systemTopic bool, start time.Time, done func(PutResult)) {
 	if out.status != PutOK {
 		st.stats.putFailures.Add(1)
 		done(PutResult{Status: out.status, Remark: out.remark})
 		return
 	}
 	d := time.Since(start)
-	st.stats.put.observe(d)
-	st.stats.pageCacheRT[pageCacheRTBucket(d.Milliseconds())].Add(1)
+	st.stats.rt.RecordPut(n, out.end-out.wrote, d, systemTopic)
 	st.stats.puts.Add(int64(n))
 	st.stats.putBytes.Add(out.end - out.wrote)
 	res := PutResult{Status: PutOK, WroteOffset: out.wrote, WroteBytes: int32(out.end - out.wrote), QueueOffset: out.queueOf,
@@ -401,10 +427,6 @@ func (st *DefaultMessageStore) notifyDispatch(topic string, queueID int32, maxOf
 		}
 	}
 }
-
-// dispatchIndex feeds the index (built from its own cursor; nothing to do
-// here until the index service is wired).
-func (st *DefaultMessageStore) dispatchIndex(*dispatchRequest) {}
 
 // MaxOffsetInQueue is the queue's exclusive maximum logical offset.
 func (st *DefaultMessageStore) MaxOffsetInQueue(topic string, queueID int32) int64 {
@@ -524,9 +546,10 @@ func (st *DefaultMessageStore) LookMessageByOffset(commitLogOffset int64) ([]byt
 	return st.commitLog.recordAt(commitLogOffset)
 }
 
-// QueryMessage finds records by key; it needs the index service.
+// QueryMessage finds records by KEYS entry or UNIQ_KEY within a store time
+// range, from the index.
 func (st *DefaultMessageStore) QueryMessage(topic, key string, maxNum int, begin, end int64) (*QueryResult, error) {
-	return nil, fmt.Errorf("QueryMessage: message index %w yet", ErrNotBuilt)
+	return st.queryIndex(topic, key, maxNum, begin, end)
 }
 
 // DeleteTopics removes the consume queues of topics.
@@ -587,8 +610,9 @@ func (st *DefaultMessageStore) DispatchBehindBytes() int64 {
 func (st *DefaultMessageStore) Stats() Stats {
 	s := &st.stats
 	out := Stats{
-		Put: s.put.snapshot(), PutLockHold: s.lockHold.snapshot(), Flush: s.flush.snapshot(),
-		FileCreate: s.fileCreate.snapshot(), Dispatch: s.dispatch.snapshot(),
+		Put: s.rt.PutLatency.Snapshot(), PutLockHold: s.lockHold.Snapshot(), Flush: s.flush.Snapshot(),
+		FileCreate: s.fileCreate.Snapshot(), Dispatch: s.dispatch.Snapshot(), IndexLag: s.indexLag.Snapshot(),
+		PutTPS: s.rt.PutTPS(), PageCacheRT: s.rt.PageCacheRT.Cumulative(),
 		Puts: s.puts.Load(), PutBytes: s.putBytes.Load(), PutFailures: s.putFailures.Load(),
 		PutWaitedOnCreate: s.putWaitedOnCreate.Load(), Spills: s.spills.Load(), SpillWrites: s.spillWrites.Load(), SpillFull: s.spillFull.Load(),
 		AllocFailures: s.allocFailures.Load(), FilesCreated: s.filesCreated.Load(), ReadyFiles: st.commitLog.alloc.readyCount(),
@@ -601,8 +625,11 @@ func (st *DefaultMessageStore) Stats() Stats {
 	if p := st.readOnly.Load(); p != nil {
 		out.ReadOnly, out.ReadOnlyReason = true, *p
 	}
-	for i := range s.pageCacheRT {
-		out.PageCacheRTBuckets[i] = s.pageCacheRT[i].Load()
+	if st.index != nil {
+		out.IndexLagBytes = st.index.svc.IndexLagBytes(out.CommitLogMax)
+		if p := st.index.err.Load(); p != nil {
+			out.IndexError = *p
+		}
 	}
 	return out
 }
@@ -630,15 +657,25 @@ func (st *DefaultMessageStore) writeCheckpoint() error {
 }
 
 func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues bool) error {
+	st.ckMu.Lock()
+	defer st.ckMu.Unlock()
 	if flushQueues {
 		if err := st.flushConsumeQueues(); err != nil {
 			return err
 		}
 	}
+	var indexTs, indexOff int64
+	if st.index != nil {
+		indexOff = st.index.cursor.Load()
+		if err := st.index.svc.Flush(); err != nil {
+			st.index.fail(err) // the index is derived data: log, do not stop the store
+		}
+		indexTs = st.index.svc.FlushedTimestamp()
+	}
 	now := st.fs.Now().UnixMilli()
 	flushed := st.commitLog.flushedWhere.Load()
-	cp := Checkpoint{PhysicMsgTimestamp: now, LogicsMsgTimestamp: now, IndexMsgTimestamp: now,
-		PhysicFlushedOffset: flushed, LogicsDispatchedOffset: min(dispatched, flushed)}
+	cp := Checkpoint{PhysicMsgTimestamp: now, LogicsMsgTimestamp: now, IndexMsgTimestamp: indexTs,
+		PhysicFlushedOffset: flushed, LogicsDispatchedOffset: min(dispatched, flushed), IndexOffset: indexOff}
 	if st.cfg.FlushDiskType == AsyncFlush {
 		cp.LogicsDispatchedOffset = dispatched
 	}
@@ -664,6 +701,23 @@ func (st *DefaultMessageStore) backgroundLoop() {
 		if err := st.checkpointWith(dispatched, true); err != nil {
 			st.setReadOnly(err)
 		}
+	}
+}
+
+// cleanLoop runs retention (and the disk-full check) every
+// cleanResourceInterval.
+func (st *DefaultMessageStore) cleanLoop() {
+	defer st.bgWG.Done()
+	interval := time.Duration(max(st.cfg.CleanResourceInterval, 10)) * time.Millisecond
+	for {
+		t := time.NewTimer(interval)
+		select {
+		case <-st.bgStop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		st.cleanOnce()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -20,6 +21,8 @@ func testConfig(t testing.TB) Config {
 	cfg.MappedFileSizeConsumeQueue = 100 * CQEntrySize
 	cfg.FlushIntervalCommitLog = 10
 	cfg.FlushIntervalConsumeQueue = 20
+	cfg.MaxHashSlotNum = 1000
+	cfg.MaxIndexNum = 4000
 	cfg.SyncFlushTimeout = 5000
 	return cfg
 }
@@ -321,3 +324,42 @@ func TestSyncFlushConcurrent(t *testing.T) {
 		t.Logf("flushes: %d for 800 puts", s.Flushes)
 	}
 }
+
+func TestQueryMessageByKey(t *testing.T) {
+	cfg := testConfig(t)
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	var want int64
+	for i := 0; i < 300; i++ {
+		m := testMsg("Q", 0, fmt.Sprint("q", i), "")
+		m.Properties[message.PropertyKeys] = fmt.Sprintf("order-%d shared", i)
+		m.Properties[message.PropertyUniqClientMessageIDKeyIdx] = fmt.Sprintf("UNIQ%04d", i)
+		r := mustPut(t, st, m)
+		if i == 123 {
+			want = r.WroteOffset
+		}
+	}
+	for st.index.cursor.Load() < st.MaxPhyOffset() {
+		st.index.kick()
+		runtimeGosched()
+	}
+	for _, key := range []string{"order-123", "UNIQ0123"} {
+		r, err := st.QueryMessage("Q", key, 32, 0, 1<<62)
+		if err != nil || len(r.Records) != 1 {
+			t.Fatalf("%s: %v, %d records", key, err, len(r.Records))
+		}
+		ext, _ := message.DecodeRecord(r.Records[0])
+		if ext.PhysicalOffset != want || string(ext.Body) != "q123" {
+			t.Fatalf("%s: found %q at %d", key, ext.Body, ext.PhysicalOffset)
+		}
+	}
+	r, err := st.QueryMessage("Q", "shared", 500, 0, 1<<62)
+	if err != nil || len(r.Records) != 64 {
+		t.Fatalf("shared key: %v, %d records (want the 64 batch limit)", err, len(r.Records))
+	}
+	if r, _ := st.QueryMessage("Other", "order-1", 32, 0, 1<<62); len(r.Records) != 0 {
+		t.Fatal("found a record of another topic")
+	}
+}
+
+func runtimeGosched() { runtime.Gosched() }

@@ -28,8 +28,8 @@ func roundTripBytes(b *testing.B) int64 {
 	return int64(len(req) + len(out))
 }
 
-func benchRoundTrip(b *testing.B, inflight int, st remoting.SerializeType) {
-	_, addr := startServer(b, ServerConfig{}, func(s *Server) {
+func benchRoundTrip(b *testing.B, inflight int, st remoting.SerializeType, queuedWrites bool) {
+	_, addr := startServer(b, ServerConfig{noDirectWrites: queuedWrites}, func(s *Server) {
 		ex := s.NewExecutor(ExecutorConfig{Name: "send", Workers: 2, QueueCapacity: 10000})
 		s.Register(codeEcho, echo, ex)
 	})
@@ -68,12 +68,15 @@ func BenchmarkRoundTrip(b *testing.B) {
 		name     string
 		inflight int
 		st       remoting.SerializeType
+		queued   bool
 	}{
-		{"1conn_1inflight_JSON", 1, remoting.SerializeJSON},
-		{"1conn_64inflight_JSON", 64, remoting.SerializeJSON},
-		{"1conn_1inflight_ROCKETMQ", 1, remoting.SerializeRocketMQ},
-		{"1conn_64inflight_ROCKETMQ", 64, remoting.SerializeRocketMQ},
+		{"1conn_1inflight_JSON", 1, remoting.SerializeJSON, false},
+		{"1conn_64inflight_JSON", 64, remoting.SerializeJSON, false},
+		{"1conn_1inflight_ROCKETMQ", 1, remoting.SerializeRocketMQ, false},
+		{"1conn_64inflight_ROCKETMQ", 64, remoting.SerializeRocketMQ, false},
+		// every response handed to the writer goroutine, for comparison
+		{"1conn_1inflight_ROCKETMQ_queued_writes", 1, remoting.SerializeRocketMQ, true},
 	} {
-		b.Run(c.name, func(b *testing.B) { benchRoundTrip(b, c.inflight, c.st) })
+		b.Run(c.name, func(b *testing.B) { benchRoundTrip(b, c.inflight, c.st, c.queued) })
 	}
 }

@@ -262,3 +262,65 @@ func TestClientWithoutHandlerAnswersNotSupported(t *testing.T) {
 		t.Fatalf("client answer %+v", r)
 	}
 }
+
+func TestCallsOnClosedConn(t *testing.T) {
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Register(codeEcho, echo, nil)
+		s.RegisterDefault(func(c *Conn, req *remoting.Command) *remoting.Command {
+			return remoting.NewResponse(req, remoting.SystemError, "custom default")
+		})
+	})
+	cl := NewClient(ClientConfig{})
+	defer cl.Close()
+	ctx := context.Background()
+	resp, err := cl.Invoke(ctx, addr, remoting.NewRequest(777, nil, nil))
+	if err != nil || resp.Remark != "custom default" {
+		t.Fatalf("default handler: %+v %v", resp, err)
+	}
+	c, err := cl.Conn(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LocalAddr() == nil || c.RemoteAddr().String() != addr {
+		t.Fatalf("addrs %v %v", c.LocalAddr(), c.RemoteAddr())
+	}
+	cl.CloseConn(addr)
+	<-c.Closed()
+	if _, err := c.Invoke(ctx, remoting.NewRequest(codeEcho, nil, nil)); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("Invoke: %v", err)
+	}
+	if err := c.InvokeAsync(ctx, remoting.NewRequest(codeEcho, nil, nil), func(*remoting.Command, error) {
+		t.Error("callback after a refused call")
+	}); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("InvokeAsync: %v", err)
+	}
+	if err := c.InvokeOneway(remoting.NewRequest(codeEcho, nil, nil)); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("InvokeOneway: %v", err)
+	}
+	// the client dials a new connection
+	if _, err := cl.Invoke(ctx, addr, remoting.NewRequest(codeEcho, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An async call pending when the connection closes gets ErrConnClosed.
+func TestAsyncCallFailsOnClose(t *testing.T) {
+	held := make(chan *Conn, 1)
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Register(codeEcho, func(c *Conn, _ *remoting.Command) *remoting.Command { held <- c; return nil }, nil)
+	})
+	cl := NewClient(ClientConfig{})
+	defer cl.Close()
+	errs := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.InvokeAsync(ctx, addr, remoting.NewRequest(codeEcho, nil, nil), func(_ *remoting.Command, err error) {
+		errs <- err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	(<-held).Close()
+	if err := <-errs; !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("err %v", err)
+	}
+}

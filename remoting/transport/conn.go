@@ -18,15 +18,20 @@ import (
 )
 
 // Handler serves one request. It returns the response, or nil when it
-// answers later with c.Reply(req, resp) (or never, for oneway requests and
-// after c.Forget(req)).
+// answers later with c.Reply(req, resp) (or never: oneway requests, and
+// requests it calls c.Forget for). The transport sets the response's
+// opaque, flag and serialization, so each response must be a fresh command.
+// A handler registered without an executor runs on the connection's reader
+// goroutine: it must not block, and must never wait for a response on the
+// same connection.
 type Handler func(c *Conn, req *remoting.Command) *remoting.Command
 
 const (
 	readBufferSize  = 32 << 10
 	writeBufferSize = 32 << 10
-	// maxQueuedWrites is how many commands may wait for the writer before
-	// the reader stops reading (a peer that sends but never reads).
+	// minQueuedWrites is the least number of commands that may wait for
+	// the writer before the reader stops reading (a peer that sends but
+	// never reads); the limit is max(this, 2 x MaxInflightPerConn).
 	minQueuedWrites = 4096
 )
 
@@ -53,15 +58,26 @@ type call struct {
 	stop func() bool // async calls: stops the context watcher
 }
 
+// heldRequest is a deferred request (its handler returned nil): since when
+// it holds its slot, or that it was settled before its handler returned.
+type heldRequest struct {
+	since   time.Time
+	settled bool
+}
+
 // connConfig is what a server or client gives a connection.
 type connConfig struct {
 	id          uint64
 	maxFrame    int
 	idle        time.Duration
 	maxInflight int64
-	logger      *slog.Logger
-	dispatch    func(c *Conn, req *remoting.Command)
-	onClose     func(c *Conn)
+	heldTimeout time.Duration
+	// noDirectWrites sends every response through the writer goroutine
+	// (benchmarks compare both).
+	noDirectWrites bool
+	logger         *slog.Logger
+	dispatch       func(c *Conn, req *remoting.Command)
+	onClose        func(c *Conn)
 }
 
 // Conn is one TCP connection carrying commands both ways.
@@ -75,11 +91,22 @@ type Conn struct {
 	wq       []outItem
 	wspare   []outItem
 	wclosed  bool
+	writing  bool // a goroutine holds the writer role
+	exited   atomic.Int32
 	queued   atomic.Int64
+	pauses   atomic.Uint64 // times the reader waited for the writer
 	wake     chan struct{}
 	room     chan struct{}
 	scratch  []byte
 	inflight atomic.Int64
+
+	hmu      sync.Mutex
+	held     map[*remoting.Command]heldRequest // deferred requests holding a slot
+	lastReap time.Time
+	// pipelined is set by the reader before dispatch: more bytes of this
+	// connection are already buffered, so the request should not run
+	// inline and hold them up.
+	pipelined bool
 
 	opaque  atomic.Int32
 	pmu     sync.Mutex
@@ -87,7 +114,6 @@ type Conn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	done      sync.WaitGroup
 }
 
 func newConn(nc net.Conn, cfg connConfig) *Conn {
@@ -109,30 +135,29 @@ func newConn(nc net.Conn, cfg connConfig) *Conn {
 	return c
 }
 
-// start runs the reader and writer goroutines; wg (if not nil) tracks them.
+// start runs the reader and writer goroutines; wg tracks them.
 func (c *Conn) start(wg *sync.WaitGroup) {
-	c.done.Add(2)
-	if wg != nil {
-		wg.Add(2)
-	}
+	wg.Add(2)
 	go func() {
-		defer func() {
-			c.done.Done()
-			if wg != nil {
-				wg.Done()
-			}
-		}()
+		defer wg.Done()
 		c.readLoop()
 	}()
 	go func() {
-		defer func() {
-			c.done.Done()
-			if wg != nil {
-				wg.Done()
-			}
-		}()
+		defer wg.Done()
 		c.writeLoop()
+		c.releaseBuffers()
 	}()
+}
+
+// releaseBuffers returns the buffered reader and writer to their pools
+// once both the reader (which may write directly) and the writer are gone.
+func (c *Conn) releaseBuffers() {
+	if c.exited.Add(1) == 2 {
+		c.br.Reset(nil)
+		readerPool.Put(c.br)
+		c.bw.Reset(nil)
+		writerPool.Put(c.bw)
+	}
 }
 
 // ID returns the connection's id, unique within its server or client.
@@ -221,8 +246,7 @@ func (c *Conn) readLoop() {
 	var reason error
 	defer func() {
 		c.closeWith(reason)
-		c.br.Reset(nil)
-		readerPool.Put(c.br)
+		c.releaseBuffers()
 	}()
 	var lastDeadline time.Time
 	step := c.cfg.idle / 8
@@ -250,6 +274,7 @@ func (c *Conn) readLoop() {
 			c.complete(cmd)
 			continue
 		}
+		c.pipelined = c.br.Buffered() > 0
 		c.cfg.dispatch(c, cmd)
 	}
 }
@@ -261,6 +286,7 @@ func (c *Conn) maxQueued() int64 {
 // waitRoom blocks the reader until the writer has drained the queue below
 // the limit; false when the connection closed.
 func (c *Conn) waitRoom() bool {
+	c.pauses.Add(1)
 	for c.queued.Load() > c.maxQueued() {
 		select {
 		case <-c.room:
@@ -279,10 +305,10 @@ func (c *Conn) enqueue(it outItem) error {
 		return ErrConnClosed
 	}
 	c.wq = append(c.wq, it)
-	n := len(c.wq)
+	signal := len(c.wq) == 1 && !c.writing
 	c.wmu.Unlock()
 	c.queued.Add(1)
-	if n == 1 {
+	if signal {
 		select {
 		case c.wake <- struct{}{}:
 		default:
@@ -292,53 +318,94 @@ func (c *Conn) enqueue(it outItem) error {
 }
 
 // writeLoop drains the queue into the buffered writer and flushes when the
-// queue is empty.
+// queue is empty. The goroutine holding the writer role (c.writing) is the
+// only one touching c.bw and c.wspare.
 func (c *Conn) writeLoop() {
-	var reason error
-	defer func() {
-		if reason != nil {
-			c.closeWith(reason)
-		}
-		c.bw.Reset(nil)
-		writerPool.Put(c.bw)
-	}()
 	for {
-		c.wmu.Lock()
-		batch := c.wq
-		if len(batch) > 0 {
+		select {
+		case <-c.wake:
+		case <-c.closed:
+			return
+		}
+		for {
+			c.wmu.Lock()
+			if c.writing || len(c.wq) == 0 {
+				c.wmu.Unlock()
+				break
+			}
+			c.writing = true
+			batch := c.wq
 			// wq and wspare never share an array: enqueue appends to one
 			// while the writer walks the other.
 			c.wq = c.wspare[:0]
-		}
-		c.wmu.Unlock()
-		if len(batch) == 0 {
-			if c.bw.Buffered() > 0 {
-				if err := c.bw.Flush(); err != nil {
-					reason = err
-					return
+			c.wmu.Unlock()
+			err := c.writeBatch(batch)
+			if err == nil {
+				c.wmu.Lock()
+				empty := len(c.wq) == 0
+				c.wmu.Unlock()
+				if empty {
+					err = c.bw.Flush()
 				}
 			}
-			select {
-			case <-c.wake:
-				continue
-			case <-c.closed:
+			c.wmu.Lock()
+			c.writing = false
+			c.wmu.Unlock()
+			if err != nil {
+				c.closeWith(err)
 				return
 			}
 		}
-		for i := range batch {
-			if err := c.writeItem(batch[i]); err != nil {
-				reason = err
-				return
-			}
-			batch[i] = outItem{}
+	}
+}
+
+func (c *Conn) writeBatch(batch []outItem) error {
+	for i := range batch {
+		if err := c.writeItem(batch[i]); err != nil {
+			return err
 		}
-		c.wspare = batch[:0]
-		c.queued.Add(-int64(len(batch)))
+		batch[i] = outItem{}
+	}
+	c.wspare = batch[:0]
+	c.queued.Add(-int64(len(batch)))
+	select {
+	case c.room <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// writeDirect writes it on the calling goroutine (the connection's reader,
+// which may block on its own socket) when nothing is queued and no one else
+// is writing, saving the hand-off to the writer goroutine; otherwise it
+// queues it.
+func (c *Conn) writeDirect(it outItem) error {
+	c.wmu.Lock()
+	if c.wclosed || c.writing || len(c.wq) > 0 {
+		c.wmu.Unlock()
+		return c.enqueue(it)
+	}
+	c.writing = true
+	c.wmu.Unlock()
+	err := c.writeItem(it)
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	c.wmu.Lock()
+	c.writing = false
+	pending := len(c.wq) > 0
+	c.wmu.Unlock()
+	if err != nil {
+		c.closeWith(err)
+		return nil // the connection is gone; calls waiting on it fail
+	}
+	if pending {
 		select {
-		case c.room <- struct{}{}:
+		case c.wake <- struct{}{}:
 		default:
 		}
 	}
+	return nil
 }
 
 // writeItem encodes one command into the buffered writer.
@@ -358,11 +425,18 @@ func (c *Conn) writeItem(it outItem) error {
 	if err != nil {
 		if it.request {
 			c.fail(cmd.Opaque, fmt.Errorf("encode %s: %w", remoting.RequestName(cmd.Code), err))
-		} else if c.cfg.logger != nil {
-			c.cfg.logger.Error("remoting: dropping a response that does not encode", "conn", c.cfg.id,
+			return nil
+		}
+		// The caller still gets an answer rather than a timeout.
+		if c.cfg.logger != nil {
+			c.cfg.logger.Error("remoting: response does not encode", "conn", c.cfg.id,
 				"code", cmd.Code, "opaque", cmd.Opaque, "err", err)
 		}
-		return nil
+		cmd = &remoting.Command{Code: remoting.SystemError, Language: "JAVA", Version: remoting.CurrentVersion,
+			Opaque: cmd.Opaque, Flag: remoting.FlagResponse, Remark: "response does not encode: " + err.Error()}
+		if c.scratch, err = remoting.AppendFrameHeader(c.scratch[:0], cmd); err != nil {
+			return nil
+		}
 	}
 	if cap(c.scratch) > 1<<20 {
 		defer func() { c.scratch = nil }()
@@ -383,14 +457,21 @@ func (c *Conn) acquire() bool {
 	n := c.inflight.Add(1)
 	if c.cfg.maxInflight > 0 && n > c.cfg.maxInflight {
 		c.inflight.Add(-1)
-		return false
+		if c.reapHeld() == 0 {
+			return false
+		}
+		if c.inflight.Add(1) > c.cfg.maxInflight {
+			c.inflight.Add(-1)
+			return false
+		}
 	}
 	return true
 }
 
-// run calls h for a request holding a slot and finishes it.
-func (c *Conn) run(h Handler, req *remoting.Command) {
-	c.finish(req, c.callHandler(h, req))
+// run calls h for a request holding a slot and finishes it. onReader says
+// it runs on the connection's reader goroutine.
+func (c *Conn) run(h Handler, req *remoting.Command, onReader bool) {
+	c.finish(req, c.callHandler(h, req), onReader)
 }
 
 func (c *Conn) callHandler(h Handler, req *remoting.Command) (resp *remoting.Command) {
@@ -407,48 +488,132 @@ func (c *Conn) callHandler(h Handler, req *remoting.Command) (resp *remoting.Com
 }
 
 // finish answers a request that held a slot with resp (nil: answered later).
-func (c *Conn) finish(req, resp *remoting.Command) {
+func (c *Conn) finish(req, resp *remoting.Command, onReader bool) {
 	if req.IsOneway() {
 		c.inflight.Add(-1)
 		return
 	}
 	if resp != nil {
-		c.reply(req, resp, true)
+		c.replyFrom(req, resp, true, onReader)
+		return
 	}
+	// Deferred: the slot stays held until Reply or Forget.
+	c.hmu.Lock()
+	if st, ok := c.held[req]; ok && st.settled {
+		delete(c.held, req) // answered before the handler returned
+	} else {
+		if c.held == nil {
+			c.held = make(map[*remoting.Command]heldRequest)
+		}
+		c.held[req] = heldRequest{since: time.Now()}
+	}
+	c.hmu.Unlock()
+}
+
+// settle records that req is answered (or forgotten) and reports whether
+// the caller gives back its slot: false when it was settled already.
+func (c *Conn) settle(req *remoting.Command) bool {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	if st, ok := c.held[req]; ok {
+		if st.settled {
+			return false
+		}
+		delete(c.held, req)
+		return true
+	}
+	// The handler has not returned yet (it answered from another
+	// goroutine first): finish will find this mark.
+	if c.held == nil {
+		c.held = make(map[*remoting.Command]heldRequest)
+	}
+	c.held[req] = heldRequest{since: time.Now(), settled: true}
+	return true
+}
+
+// reapHeld gives back the slots of deferred requests held longer than the
+// held timeout (their handler never answered; the client gave up long
+// ago). It runs only when the connection is at its cap, at most once a
+// second, and returns how many slots it freed.
+func (c *Conn) reapHeld() int {
+	c.hmu.Lock()
+	now := time.Now()
+	if now.Sub(c.lastReap) < time.Second || c.cfg.heldTimeout <= 0 {
+		c.hmu.Unlock()
+		return 0
+	}
+	c.lastReap = now
+	freed := 0
+	for req, st := range c.held {
+		if now.Sub(st.since) > c.cfg.heldTimeout {
+			delete(c.held, req)
+			if !st.settled {
+				freed++
+			}
+		}
+	}
+	c.hmu.Unlock()
+	if freed > 0 {
+		c.inflight.Add(-int64(freed))
+		if c.cfg.logger != nil {
+			c.cfg.logger.Warn("remoting: released in-flight slots of requests never answered", "conn", c.cfg.id,
+				"remote", c.nc.RemoteAddr().String(), "count", freed, "held_over", c.cfg.heldTimeout)
+		}
+	}
+	return freed
 }
 
 // reject answers a request that held a slot without running it.
-func (c *Conn) reject(req *remoting.Command, code int32, remark string) {
+func (c *Conn) reject(req *remoting.Command, code int32, remark string, onReader bool) {
 	if req.IsOneway() {
 		c.inflight.Add(-1)
 		return
 	}
-	c.reply(req, remoting.NewResponse(req, code, remark), true)
+	c.replyFrom(req, remoting.NewResponse(req, code, remark), true, onReader)
 }
 
-// Reply sends resp as the response to req: it copies req's opaque and
-// serialization and sets the response flag. Nothing is sent when req is
-// oneway or the connection has closed. Call it at most once per request.
+// Reply sends resp as the response to req, for a handler that returned nil:
+// it copies req's opaque and serialization and sets the response flag (so
+// resp must be a fresh command). Nothing is sent when req is oneway or the
+// connection has closed. Reply may come before the handler returns; a
+// second Reply for the same request is sent but frees no second slot.
 func (c *Conn) Reply(req, resp *remoting.Command) {
 	if req.IsOneway() {
 		return
 	}
-	c.reply(req, resp, true)
+	c.reply(req, resp, c.settle(req))
 }
 
-// Forget gives back the in-flight slot of a non-oneway request that will
-// never be answered (a handler returned nil and decided not to reply).
+// Forget gives back the in-flight slot of a non-oneway request whose
+// handler returned nil and that will never be answered (e.g. END_TRANSACTION
+// with commitOrRollback=0, which the Go client sends without the oneway bit
+// and expects no answer to). Without it the slot is held until the held
+// timeout.
 func (c *Conn) Forget(req *remoting.Command) {
-	if !req.IsOneway() {
+	if !req.IsOneway() && c.settle(req) {
 		c.inflight.Add(-1)
 	}
 }
 
 func (c *Conn) reply(req, resp *remoting.Command, counted bool) {
+	c.replyFrom(req, resp, counted, false)
+}
+
+// replyFrom sends a response; onReader lets the reader goroutine write it
+// itself when no further request of this connection is already buffered
+// (pipelined responses are left to the writer, which batches them).
+func (c *Conn) replyFrom(req, resp *remoting.Command, counted, onReader bool) {
 	resp.Opaque = req.Opaque
 	resp.Flag = (resp.Flag | remoting.FlagResponse) &^ remoting.FlagOneway
 	resp.Serialize = req.Serialize
-	if c.enqueue(outItem{cmd: resp, counted: counted}) != nil && counted {
+	it := outItem{cmd: resp, counted: counted}
+	var err error
+	if onReader && !c.pipelined && !c.cfg.noDirectWrites {
+		err = c.writeDirect(it)
+	} else {
+		err = c.enqueue(it)
+	}
+	if err != nil && counted {
 		c.inflight.Add(-1)
 	}
 }

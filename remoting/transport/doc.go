@@ -22,6 +22,19 @@
 //	writer ◀── queue ◀─────────────── Reply / Invoke / InvokeOneway
 //	  drains the queue into a bufio.Writer, flushes when the queue is empty
 //
+// A response produced on the reader goroutine, when nothing is queued, no
+// one is writing and no further request is already buffered, is written and
+// flushed by the reader itself: a goroutine hand-off costs more than the
+// write. A pipelining connection's requests go to the executor's workers and
+// their responses through the writer, which batches them. A peer that sends
+// without reading stops being read once its write queue is full.
+//
+// # Ownership
+//
+// A command handed to Reply, Invoke, InvokeAsync or InvokeOneway belongs to
+// the transport until it is written; after a timed-out call the writer may
+// still be reading it, so callers build a fresh command per call.
+//
 // # Responses
 //
 // A response copies the request's opaque, sets flag bit 0 and is written in
@@ -34,8 +47,10 @@
 // Each request that passes the per-connection cap (MaxInflightPerConn) holds
 // one slot until its response leaves the write queue; a oneway request holds
 // it until its handler returns. A handler that returns nil for a non-oneway
-// request answers later with Conn.Reply, or calls Conn.Forget when it will
-// never answer, so the slot is given back.
+// request answers later with Conn.Reply (before or after it returns), or
+// calls Conn.Forget when it will never answer. A deferred request left
+// unanswered longer than HeldTimeout loses its slot when the connection hits
+// its cap, with a warning naming the connection.
 package transport
 
 import "errors"

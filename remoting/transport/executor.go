@@ -26,7 +26,10 @@ type ExecutorConfig struct {
 // Executor is an admission bound for one kind of request: at most Workers
 // requests run at once and at most QueueCapacity wait. It is not a
 // mandatory hop: a request runs inline on the connection's reader goroutine
-// when a worker slot is free and nothing is queued.
+// when a worker slot is free, nothing is queued and the connection has no
+// further request already buffered (a pipelining connection hands its
+// requests to the workers, so they run in parallel instead of one after
+// another on its reader).
 type Executor struct {
 	cfg ExecutorConfig
 
@@ -109,23 +112,25 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h Handler) {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		c.reject(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, server is shutting down")
+		c.reject(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, server is shutting down", true)
 		return
 	}
-	if e.busy < e.cfg.Workers && e.q.len() == 0 {
+	if e.busy < e.cfg.Workers && e.q.len() == 0 && !c.pipelined {
 		e.busy++
 		e.mu.Unlock()
 		e.inline.Add(1)
-		c.run(h, req)
+		c.run(h, req, true)
 		e.release()
 		return
 	}
-	if n := e.q.len(); n >= e.cfg.QueueCapacity {
+	// Requests about to be taken by idle workers (a pipelining connection
+	// queues even when slots are free) do not count against the capacity.
+	if n := e.q.len(); n >= e.cfg.QueueCapacity+max(0, e.cfg.Workers-e.busy-n) {
 		e.mu.Unlock()
 		e.overload.Add(1)
 		c.reject(req, remoting.SystemBusy, fmt.Sprintf(
 			"[OVERLOAD]system busy, start flow control for a while, queue size: %d, capacity: %d",
-			n, e.cfg.QueueCapacity))
+			n, e.cfg.QueueCapacity), true)
 		return
 	}
 	e.q.push(task{c: c, req: req, h: h, enq: time.Now()})
@@ -165,7 +170,7 @@ func (e *Executor) worker() {
 		if wait := time.Since(t.enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
 			e.rejectTimeout(t, wait, n)
 		} else {
-			t.c.run(t.h, t.req)
+			t.c.run(t.h, t.req, false)
 		}
 		e.release()
 	}
@@ -175,7 +180,7 @@ func (e *Executor) rejectTimeout(t task, wait time.Duration, size int) {
 	e.timedOut.Add(1)
 	t.c.reject(t.req, remoting.SystemBusy, fmt.Sprintf(
 		"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d, limit: %dms",
-		wait.Milliseconds(), size, e.cfg.MaxQueueWait.Milliseconds()))
+		wait.Milliseconds(), size, e.cfg.MaxQueueWait.Milliseconds()), false)
 }
 
 // cleanExpired answers every queued request that has waited longer than

@@ -24,8 +24,15 @@ type ServerConfig struct {
 	// running, queued or awaiting their response; more are answered
 	// SYSTEM_BUSY at once (default 1024; negative = no bound).
 	MaxInflightPerConn int
+	// HeldTimeout bounds how long a deferred request (its handler returned
+	// nil) keeps its in-flight slot without being answered; when the
+	// connection is at its cap, older ones are released with a warning
+	// (default 60 s, above every client timeout; negative = never).
+	HeldTimeout time.Duration
 	// Logger receives connection events (default: discard).
 	Logger *slog.Logger
+
+	noDirectWrites bool // see connConfig
 }
 
 // route is what a request code maps to.
@@ -49,6 +56,7 @@ type Server struct {
 	nextID atomic.Uint64
 
 	rejectedInflight atomic.Uint64
+	draining         atomic.Bool
 
 	mu        sync.Mutex
 	closed    bool
@@ -79,6 +87,11 @@ func NewServer(cfg ServerConfig) *Server {
 		cfg.MaxInflightPerConn = 1024
 	} else if cfg.MaxInflightPerConn < 0 {
 		cfg.MaxInflightPerConn = 0
+	}
+	if cfg.HeldTimeout == 0 {
+		cfg.HeldTimeout = 60 * time.Second
+	} else if cfg.HeldTimeout < 0 {
+		cfg.HeldTimeout = 0
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -183,13 +196,15 @@ func (s *Server) acceptLoop(ln net.Listener) {
 
 func (s *Server) serve(nc net.Conn) {
 	c := newConn(nc, connConfig{
-		id:          s.nextID.Add(1),
-		maxFrame:    s.cfg.MaxFrameSize,
-		idle:        s.cfg.IdleTimeout,
-		maxInflight: int64(s.cfg.MaxInflightPerConn),
-		logger:      s.logger,
-		dispatch:    s.dispatch,
-		onClose:     s.connClosed,
+		id:             s.nextID.Add(1),
+		maxFrame:       s.cfg.MaxFrameSize,
+		idle:           s.cfg.IdleTimeout,
+		maxInflight:    int64(s.cfg.MaxInflightPerConn),
+		heldTimeout:    s.cfg.HeldTimeout,
+		noDirectWrites: s.cfg.noDirectWrites,
+		logger:         s.logger,
+		dispatch:       s.dispatch,
+		onClose:        s.connClosed,
 	})
 	s.mu.Lock()
 	if s.closed {
@@ -220,20 +235,76 @@ func (s *Server) dispatch(c *Conn, req *remoting.Command) {
 	if !ok {
 		r = route{h: t.def}
 	}
+	if s.draining.Load() {
+		if !req.IsOneway() {
+			c.replyFrom(req, remoting.NewResponse(req, remoting.SystemBusy,
+				"[REJECTREQUEST]system busy, the server is shutting down"), false, true)
+		}
+		return
+	}
 	if !c.acquire() {
 		s.rejectedInflight.Add(1)
 		if !req.IsOneway() {
-			c.reply(req, remoting.NewResponse(req, remoting.SystemBusy, fmt.Sprintf(
+			c.replyFrom(req, remoting.NewResponse(req, remoting.SystemBusy, fmt.Sprintf(
 				"[REJECTREQUEST]system busy, too many requests in flight on this connection, limit: %d",
-				c.cfg.maxInflight)), false)
+				c.cfg.maxInflight)), false, true)
 		}
 		return
 	}
 	if r.ex == nil {
-		c.run(r.h, req)
+		c.run(r.h, req, true)
 		return
 	}
 	r.ex.submit(c, req, r.h)
+}
+
+// Shutdown stops accepting, answers new requests SYSTEM_BUSY, waits until
+// every request in flight has been answered and written (or ctx ends), then
+// closes like Close. It returns ctx's error when it gave up waiting.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.mu.Lock()
+	lns := s.listeners
+	s.listeners = nil
+	s.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+	for !s.drained() {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// drained reports whether no connection has a request in flight or a
+// command waiting to be written.
+func (s *Server) drained() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		if c.InFlight() > 0 || c.queued.Load() > 0 {
+			return false
+		}
+		c.wmu.Lock()
+		busy := c.writing || c.bw.Buffered() > 0
+		c.wmu.Unlock()
+		if busy {
+			return false
+		}
+	}
+	return true
 }
 
 // Close stops accepting, closes every connection, stops the executors and

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -540,30 +542,177 @@ func TestListenTwice(t *testing.T) {
 }
 
 // A peer that sends without reading must not grow the write queue without
-// bound: the reader stops reading instead.
+// bound: once it holds maxQueued commands the reader stops reading.
 func TestWriteQueueBackpressure(t *testing.T) {
-	_, addr := startServer(t, ServerConfig{MaxInflightPerConn: 1}, func(s *Server) { s.Register(codeEcho, echo, nil) })
+	var conn atomic.Pointer[Conn]
+	_, addr := startServer(t, ServerConfig{MaxInflightPerConn: -1}, func(s *Server) {
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			conn.Store(c)
+			return echo(c, req)
+		}, nil)
+	})
 	rc := dialRaw(t, addr)
 	req := request(codeEcho, 1, remoting.SerializeJSON)
-	req.Body = make([]byte, 16<<10)
+	req.Body = make([]byte, 2<<10)
 	frame, _ := remoting.Encode(req)
-	// Write far more than the socket buffers hold, without reading, on a
-	// goroutine; then read everything back.
-	const n = 2000
+	const n = 8000 // far more than socket buffers and the queue limit hold
 	done := make(chan error, 1)
 	go func() {
-		for range n {
-			if _, err := rc.nc.Write(frame); err != nil {
+		batch := bytes.Repeat(frame, 100)
+		for range n / 100 {
+			if _, err := rc.nc.Write(batch); err != nil {
 				done <- err
 				return
 			}
 		}
 		done <- nil
 	}()
+	waitFor(t, "the reader to pause", func() bool { c := conn.Load(); return c != nil && c.pauses.Load() > 0 })
+	c := conn.Load()
+	if q := c.queued.Load(); q > c.maxQueued()+1 {
+		t.Fatalf("%d queued, limit %d", q, c.maxQueued())
+	}
 	for range n {
 		rc.read()
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A handler that answers from another goroutine before it returns nil
+// gives its slot back all the same.
+func TestReplyBeforeHandlerReturns(t *testing.T) {
+	var conn atomic.Pointer[Conn]
+	_, addr := startServer(t, ServerConfig{MaxInflightPerConn: 1}, func(s *Server) {
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			conn.Store(c)
+			done := make(chan struct{})
+			go func() {
+				c.Reply(req, echo(c, req))
+				close(done)
+			}()
+			<-done
+			return nil
+		}, nil)
+	})
+	rc := dialRaw(t, addr)
+	for i := range 5 {
+		rc.send(request(codeEcho, int32(i), remoting.SerializeJSON))
+		if r := rc.read(); r.Code != remoting.Success {
+			t.Fatalf("request %d: %+v", i, r)
+		}
+	}
+	c := conn.Load()
+	c.hmu.Lock()
+	n := len(c.held)
+	c.hmu.Unlock()
+	if n != 0 || c.InFlight() != 0 {
+		t.Fatalf("held %d, in flight %d", n, c.InFlight())
+	}
+}
+
+// A deferred request nobody answers loses its slot after HeldTimeout once
+// the connection is at its cap.
+func TestHeldRequestsReaped(t *testing.T) {
+	logs := &logRecorder{}
+	held := make(chan *remoting.Command, 1)
+	_, addr := startServer(t, ServerConfig{MaxInflightPerConn: 1, HeldTimeout: 5 * time.Millisecond, Logger: slog.New(logs)},
+		func(s *Server) {
+			s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+				if req.Opaque == 1 {
+					held <- req
+					return nil // never answered
+				}
+				return echo(c, req)
+			}, nil)
+		})
+	rc := dialRaw(t, addr)
+	rc.send(request(codeEcho, 1, remoting.SerializeJSON))
+	<-held
+	time.Sleep(10 * time.Millisecond) // let the held request age past HeldTimeout
+	rc.send(request(codeEcho, 2, remoting.SerializeJSON))
+	if r := rc.read(); r.Opaque != 2 || r.Code != remoting.Success {
+		t.Fatalf("after reaping: %+v", r)
+	}
+	if _, ok := logs.find(slog.LevelWarn, "never answered"); !ok {
+		t.Fatal("no warning")
+	}
+}
+
+func TestResponsesThatDoNotFitROCKETMQFallBack(t *testing.T) {
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			return remoting.NewResponse(req, 40000, "big code") // no short holds it
+		}, nil)
+		s.Register(2, func(c *Conn, req *remoting.Command) *remoting.Command {
+			resp := remoting.NewResponse(req, remoting.Success, "")
+			resp.SetExt(strings.Repeat("k", 40000), "v") // key longer than a short
+			return resp
+		}, nil)
+	})
+	rc := dialRaw(t, addr)
+	rc.send(request(codeEcho, 1, remoting.SerializeRocketMQ))
+	if r := rc.read(); r.Code != 40000 || r.Serialize != remoting.SerializeJSON || r.Opaque != 1 {
+		t.Fatalf("response %+v", r)
+	}
+	rc.send(request(2, 2, remoting.SerializeRocketMQ))
+	if r := rc.read(); r.Code != remoting.SystemError || r.Opaque != 2 || !strings.Contains(r.Remark, "does not encode") {
+		t.Fatalf("response %+v", r)
+	}
+}
+
+func TestShutdownDrainsInflight(t *testing.T) {
+	held := make(chan *remoting.Command, 1)
+	var conn atomic.Pointer[Conn]
+	srv, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			if req.Opaque == 1 {
+				conn.Store(c)
+				held <- req
+				return nil
+			}
+			return echo(c, req)
+		}, nil)
+	})
+	rc := dialRaw(t, addr)
+	rc.send(request(codeEcho, 1, remoting.SerializeJSON))
+	req := <-held
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(context.Background()) }()
+	// new requests are refused while the held one drains
+	waitFor(t, "draining", srv.draining.Load)
+	rc.send(request(codeEcho, 2, remoting.SerializeJSON))
+	if r := rc.read(); r.Opaque != 2 || r.Code != remoting.SystemBusy || !strings.Contains(r.Remark, "shutting down") {
+		t.Fatalf("during drain: %+v", r)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v with a request in flight", err)
+	default:
+	}
+	conn.Load().Reply(req, remoting.NewResponse(req, remoting.Success, "late but delivered"))
+	if r := rc.read(); r.Opaque != 1 || r.Remark != "late but delivered" {
+		t.Fatalf("drained response %+v", r)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rc.expectClosed()
+}
+
+func TestShutdownGivesUp(t *testing.T) {
+	held := make(chan struct{}, 1)
+	srv, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Register(codeEcho, func(*Conn, *remoting.Command) *remoting.Command { held <- struct{}{}; return nil }, nil)
+	})
+	rc := dialRaw(t, addr)
+	rc.send(request(codeEcho, 1, remoting.SerializeJSON))
+	<-held
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v", err)
+	}
+	rc.expectClosed()
 }

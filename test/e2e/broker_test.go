@@ -64,6 +64,7 @@ func TestBrokerRestartKeepsMessagesAndOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 60*time.Second, "messages before restart", func() bool { return col1.hasAll(before) })
+	s.waitCommitted(t, "cg-restart", topic, 2)
 	if err := c1.Shutdown(); err != nil {
 		t.Fatal(err)
 	}

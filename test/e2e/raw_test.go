@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"net"
 	"testing"
 	"time"
@@ -78,4 +79,42 @@ func (s *spool) routeQueues(t testing.TB, topic string) map[string]int {
 		}
 	}
 	return out
+}
+
+// offsets returns the group's committed offset (-1 when none) and the
+// queue's max offset for every queue id below queues.
+func (s *spool) offsets(t testing.TB, group, topic string, queues int) (committed, max []int64) {
+	t.Helper()
+	rc := dialRaw(t, s.brokerAddr)
+	defer rc.c.Close()
+	for q := 0; q < queues; q++ {
+		qid := strconv.Itoa(q)
+		resp := rc.call(t, rawRequest(remoting.QueryConsumerOffset, map[string]string{"consumerGroup": group, "topic": topic, "queueId": qid}, nil))
+		c := int64(-1)
+		if resp.Code == remoting.Success {
+			c, _ = strconv.ParseInt(resp.Ext("offset"), 10, 64)
+		}
+		resp = rc.call(t, rawRequest(remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": qid}, nil))
+		m, err := strconv.ParseInt(resp.Ext("offset"), 10, 64)
+		if err != nil {
+			t.Fatalf("GET_MAX_OFFSET answer without offset: %d %q", resp.Code, resp.Remark)
+		}
+		committed, max = append(committed, c), append(max, m)
+	}
+	return committed, max
+}
+
+// waitCommitted waits until the group has committed every queue up to its
+// max offset (the official client persists offsets every 5 s).
+func (s *spool) waitCommitted(t testing.TB, group, topic string, queues int) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "group "+group+" to commit all of "+topic, func() bool {
+		c, m := s.offsets(t, group, topic, queues)
+		for i := range c {
+			if c[i] != m[i] {
+				return false
+			}
+		}
+		return true
+	})
 }

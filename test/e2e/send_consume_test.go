@@ -232,6 +232,7 @@ func TestGroupResumesFromCommittedOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 60*time.Second, "first batch consumed", func() bool { return col1.hasAll(first) })
+	s.waitCommitted(t, "cg-resume", topic, 2)
 	if err := c1.Shutdown(); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}

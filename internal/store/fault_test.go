@@ -1,0 +1,304 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/message"
+)
+
+// goid is the current goroutine's id (tests only).
+func goid() int64 {
+	var b [64]byte
+	s := string(b[:runtime.Stack(b[:], false)])
+	s = strings.TrimPrefix(s, "goroutine ")
+	if i := strings.IndexByte(s, ' '); i > 0 {
+		s = s[:i]
+	}
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// ownerLock is a put lock that knows its holder, so a test can tell
+// whether a sync runs inside the critical section.
+type ownerLock struct {
+	mu     sync.Mutex
+	holder atomic.Int64
+}
+
+func (l *ownerLock) Lock()          { l.mu.Lock(); l.holder.Store(goid()) }
+func (l *ownerLock) Unlock()        { l.holder.Store(0); l.mu.Unlock() }
+func (l *ownerLock) heldByMe() bool { return l.holder.Load() == goid() }
+
+// instrument installs an owner lock and counts syncs run under it.
+func instrument(st *DefaultMessageStore, fs *vfs.FaultFS) *atomic.Int64 {
+	l := &ownerLock{}
+	st.commitLog.lock = l
+	var n atomic.Int64
+	fs.SetHook(func(op vfs.Op, name string) {
+		if (op == vfs.OpSync || op == vfs.OpCreate || op == vfs.OpFallocate || op == vfs.OpTruncate || op == vfs.OpMmap) && l.heldByMe() {
+			n.Add(1)
+			st.stats.syncUnderLock.Add(1)
+		}
+	})
+	return &n
+}
+
+func TestSlowFsyncSyncPutsTimeOut(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	cfg.SyncFlushTimeout = 1000
+	fs := vfs.NewFaultFS(vfs.OS())
+	st, err := Open(cfg, fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	underLock := instrument(st, fs)
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fs.SetLatency(vfs.OpSync, 2*time.Second)
+	var wg sync.WaitGroup
+	var ok, timeout, other, asyncOK atomic.Int64
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				m := testMsg("slow", int32(g%4), strings.Repeat("b", 100+i), "")
+				async := i%2 == 1
+				if async {
+					m.Properties[message.PropertyWaitStoreMsgOK] = "false"
+				}
+				done := make(chan PutResult, 1)
+				st.PutMessage(m, func(r PutResult) { done <- r })
+				if async {
+					// ASYNC-style puts complete without waiting for the
+					// slow fsync.
+					if r := <-done; r.Status == PutOK {
+						asyncOK.Add(1)
+					} else {
+						other.Add(1)
+					}
+					continue
+				}
+				go func() {
+					switch r := <-done; r.Status {
+					case PutOK:
+						ok.Add(1)
+					case FlushDiskTimeout:
+						timeout.Add(1)
+					default:
+						other.Add(1)
+					}
+					wg.Done()
+				}()
+				wg.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	fs.SetLatency(vfs.OpSync, 0)
+	s := st.Stats()
+	if err := st.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sync OK %d, FLUSH_DISK_TIMEOUT %d, other %d, async OK %d; put-lock hold p99 %v max %v",
+		ok.Load(), timeout.Load(), other.Load(), asyncOK.Load(), s.PutLockHold.Quantile(0.99), s.PutLockHold.Max)
+	if ok.Load() != 0 || timeout.Load() != 160 || other.Load() != 0 || asyncOK.Load() != 160 {
+		t.Fatalf("want 160 timeouts, 0 OK, 160 async OK")
+	}
+	if underLock.Load() != 0 || s.SyncUnderPutLock != 0 {
+		t.Fatalf("%d syncs ran inside the put lock", underLock.Load())
+	}
+	if s.FlushTimeouts != 160 {
+		t.Fatalf("FlushTimeouts counter %d", s.FlushTimeouts)
+	}
+}
+
+func TestFsyncErrorMakesReadOnly(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	fs := vfs.NewFaultFS(vfs.OS())
+	st := openStarted(t, cfg, fs)
+	defer st.Shutdown()
+	mustPut(t, st, testMsg("E", 0, "before", ""))
+	fs.FailSync(1, syscall.EIO, false)
+	r := putSync(t, st, testMsg("E", 0, "failing", ""))
+	if r.Status == PutOK || !strings.Contains(r.Remark, "read-only") {
+		t.Fatalf("put during failing fsync: %v %q", r.Status, r.Remark)
+	}
+	for i := 0; i < 5; i++ {
+		r := putSync(t, st, testMsg("E", 0, "after", ""))
+		if r.Status != ServiceNotAvailable || !strings.Contains(r.Remark, "input/output error") {
+			t.Fatalf("put after fsync error: %v %q", r.Status, r.Remark)
+		}
+	}
+	var clSyncs atomic.Int64
+	fs.SetHook(func(op vfs.Op, name string) {
+		if op == vfs.OpSync && strings.Contains(name, "commitlog") {
+			clSyncs.Add(1)
+		}
+	})
+	if s := st.Stats(); !s.ReadOnly || s.SyncErrors != 1 {
+		t.Fatalf("stats: %+v", s)
+	}
+	// Reads continue.
+	waitDispatched(t, st, "E", 0, 1)
+	g := st.GetMessage("g", "E", 0, 0, 8, 0, nil)
+	if g.Status != Found {
+		t.Fatalf("read after fsync error: %v", g.Status)
+	}
+	g.Release()
+	if err := st.Shutdown(); err != nil {
+		t.Logf("shutdown: %v", err)
+	}
+	if n := clSyncs.Load(); n != 0 {
+		t.Fatalf("%d CommitLog syncs after the failure (the failed range must not be retried)", n)
+	}
+}
+
+func TestENOSPCAtCreation(t *testing.T) {
+	cfg := testConfig(t)
+	fs := vfs.NewFaultFS(vfs.OS())
+	fs.SetENOSPC(false, true)
+	st, err := Open(cfg, fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Start()
+	if err == nil || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "00000000000000000000") {
+		t.Fatalf("start on a full disk: %v", err)
+	}
+	// A running store whose allocator hits ENOSPC at a roll.
+	fs.SetENOSPC(false, false)
+	cfg.WriteSpillSize = 4096
+	st = openStarted(t, cfg, fs)
+	defer st.Shutdown()
+	fs.SetENOSPC(false, true)
+	var busy PutResult
+	for i := 0; i < 5000; i++ {
+		r := putSync(t, st, testMsg("N", 0, strings.Repeat("z", 200), ""))
+		if r.Status != PutOK {
+			busy = r
+			break
+		}
+	}
+	for st.commitLog.alloc.lastError() == nil {
+		runtime.Gosched() // the allocator's attempt is still running
+	}
+	if busy.Status == OSPageCacheBusy {
+		busy = putSync(t, st, testMsg("N", 0, strings.Repeat("z", 200), ""))
+	}
+	if busy.Status != OSPageCacheBusy || !strings.Contains(busy.Remark, "spill is full") || !strings.Contains(busy.Remark, "no space left") {
+		t.Fatalf("full spill answer: %v %q", busy.Status, busy.Remark)
+	}
+	if s := st.Stats(); s.AllocFailures == 0 || s.SpillFull == 0 || s.PutWaitedOnCreate != 0 {
+		t.Fatalf("counters: alloc failures %d, spill full %d, waited %d", s.AllocFailures, s.SpillFull, s.PutWaitedOnCreate)
+	}
+}
+
+func TestSlowCreationAtRollSpills(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	cfg.SyncFlushTimeout = 20000
+	fs := vfs.NewFaultFS(vfs.OS())
+	st, err := Open(cfg, fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	underLock := instrument(st, fs)
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Shutdown()
+	fs.SetLatency(vfs.OpCreate, 2*time.Second)
+	want := map[int64]string{}
+	start := st.Stats()
+	for i := 0; i < 1200; i++ { // ~2 files of 64 KiB
+		m := testMsg("W", 0, fmt.Sprint("w", i), "")
+		m.Properties[message.PropertyWaitStoreMsgOK] = "false"
+		r := putSync(t, st, m)
+		if r.Status == OSPageCacheBusy {
+			continue // the spill covers one file; the second roll waits
+		}
+		if r.Status != PutOK {
+			t.Fatalf("put %d: %v %q", i, r.Status, r.Remark)
+		}
+		want[r.QueueOffset] = fmt.Sprint("w", i)
+	}
+	// A waiting put completes once the spill has its file and is flushed.
+	var last PutResult
+	for {
+		last = putSync(t, st, testMsg("W", 0, "final", ""))
+		if last.Status != OSPageCacheBusy {
+			break
+		}
+		runtime.Gosched()
+	}
+	if last.Status != PutOK {
+		t.Fatalf("final put: %v %q", last.Status, last.Remark)
+	}
+	want[last.QueueOffset] = "final"
+	s := st.Stats()
+	t.Logf("spills %d, spill writes %d, spill full %d, waited on create %d", s.Spills, s.SpillWrites, s.SpillFull, s.PutWaitedOnCreate)
+	if s.PutWaitedOnCreate != start.PutWaitedOnCreate || s.Spills == 0 || s.SpillWrites == 0 {
+		t.Fatal("a put waited on file creation, or nothing was spilled")
+	}
+	if underLock.Load() != 0 {
+		t.Fatalf("%d file operations inside the put lock", underLock.Load())
+	}
+	fs.SetLatency(vfs.OpCreate, 0)
+	waitDispatched(t, st, "W", 0, last.QueueOffset+1)
+	checkAll(t, st, "W", 0, want)
+}
+
+func TestTruncatedUnderReader(t *testing.T) {
+	cfg := testConfig(t)
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	var offs []int64
+	for i := 0; i < 800; i++ {
+		offs = append(offs, mustPut(t, st, testMsg("X", 0, fmt.Sprint("x", i), "")).WroteOffset)
+	}
+	first := st.commitLog.mfq.first()
+	// Truncate the first file behind the store's back.
+	if err := os.Truncate(first.path, 0); err != nil {
+		t.Fatal(err)
+	}
+	// pread path: a short read is an error.
+	if _, err := first.acquireAndRead(t, offs[0]); !errors.Is(err, ErrFileGone) {
+		t.Fatalf("pread of a truncated file: %v", err)
+	}
+	// Mapped path: the fault (SIGBUS) becomes an error.
+	buf := make([]byte, 16)
+	if err := first.copyMapped(buf, 0); !errors.Is(err, ErrFault) {
+		t.Fatalf("mapped read of a truncated file: %v", err)
+	}
+	if _, err := st.LookMessageByOffset(offs[1]); err == nil {
+		t.Fatal("look-up in a truncated file succeeded")
+	}
+	_ = bytes.MinRead
+	_ = filepath.Base
+}
+
+func (mf *MappedFile) acquireAndRead(t *testing.T, phy int64) ([]byte, error) {
+	if !mf.acquire() {
+		t.Fatal("acquire")
+	}
+	defer mf.release()
+	b := make([]byte, 64)
+	return b, mf.readAt(b, phy-mf.from)
+}

@@ -1,0 +1,218 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/internal/store/index"
+	"github.com/spoolmq/spool/message"
+)
+
+// indexBudget bounds how many CommitLog bytes one index pass reads before
+// yielding (design rule 6: a catch-up scan must not monopolise the disk).
+const indexBudget = 4 << 20
+
+// indexDispatcher feeds the index service from its own cursor, so
+// consume-queue dispatch never waits for the index.
+type indexDispatcher struct {
+	st     *DefaultMessageStore
+	svc    *index.Service
+	cursor atomic.Int64
+	kickCh chan struct{}
+	stopCh chan struct{}
+	wg     sync.WaitGroup
+	buf    []byte
+	err    atomic.Pointer[string]
+}
+
+func (x *indexDispatcher) kick() {
+	select {
+	case x.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+func (x *indexDispatcher) start() {
+	x.wg.Add(1)
+	go x.run()
+}
+
+func (x *indexDispatcher) stop() {
+	close(x.stopCh)
+	x.wg.Wait()
+	_ = x.pass(1 << 62)
+}
+
+func (x *indexDispatcher) run() {
+	defer x.wg.Done()
+	for {
+		t := time.NewTimer(time.Second)
+		select {
+		case <-x.stopCh:
+			t.Stop()
+			return
+		case <-x.kickCh:
+		case <-t.C:
+		}
+		t.Stop()
+		for {
+			more := x.pass(indexBudget)
+			x.st.stats.indexLag.Record(time.Duration(x.svc.IndexLagBytes(x.st.commitLog.maxOffset())) * time.Microsecond)
+			if !more {
+				break
+			}
+			select {
+			case <-x.stopCh:
+				return
+			case <-time.After(time.Millisecond): // yield between budgets
+			}
+		}
+	}
+}
+
+// pass indexes up to budget bytes; it reports whether more is readable.
+func (x *indexDispatcher) pass(budget int64) bool {
+	c := x.st.commitLog
+	var done int64
+	for done < budget {
+		from := x.cursor.Load()
+		end := c.visible.Load()
+		if from >= end {
+			return false
+		}
+		mf := c.mfq.find(from)
+		if mf == nil {
+			if min := c.minOffset(); from < min {
+				x.cursor.Store(min)
+				continue
+			}
+			return false
+		}
+		fileEnd := mf.from + mf.size
+		lim := min(end, fileEnd, from+(1<<20))
+		if cap(x.buf) < int(lim-from) {
+			x.buf = make([]byte, lim-from)
+		}
+		buf := x.buf[:lim-from]
+		err := mf.readAt(buf, from-mf.from)
+		mf.release()
+		if err != nil {
+			x.fail(err)
+			return false
+		}
+		p := 0
+		next := from
+		for p+blankSize <= len(buf) {
+			size := int(int32(binary.BigEndian.Uint32(buf[p:])))
+			if int32(binary.BigEndian.Uint32(buf[p+4:])) == message.BlankMagicCode {
+				next = fileEnd
+				break
+			}
+			if size <= 0 || p+size > len(buf) {
+				if size > len(buf) && p == 0 {
+					x.buf = make([]byte, size)
+				}
+				break
+			}
+			if err := x.index(buf[p:p+size], from+int64(p)); err != nil {
+				x.fail(err)
+				return false
+			}
+			p += size
+			next = from + int64(p)
+		}
+		if next == from {
+			// A record larger than the chunk: read it whole next time.
+			if mf := c.mfq.find(from); mf != nil {
+				var hdr [4]byte
+				if mf.readAt(hdr[:], from-mf.from) == nil {
+					if n := int(int32(binary.BigEndian.Uint32(hdr[:]))); n > cap(x.buf) && n <= int(c.cfg.MappedFileSizeCommitLog) {
+						x.buf = make([]byte, n)
+					}
+				}
+				mf.release()
+			}
+			if lim-from >= int64(cap(x.buf)) {
+				return true
+			}
+			return false
+		}
+		x.cursor.Store(next)
+		x.svc.Dispatched(next)
+		done += next - from
+	}
+	return true
+}
+
+func (x *indexDispatcher) index(rec []byte, phy int64) error {
+	h, err := message.ParseRecordHeader(rec)
+	if err != nil {
+		return fmt.Errorf("%w: record at %d: %w", ErrCorrupt, phy, err)
+	}
+	if message.TransactionValue(h.SysFlag) == message.TransactionRollbackType {
+		return nil
+	}
+	props := string(rec[h.PropertiesOffset : h.PropertiesOffset+h.PropertiesLen])
+	uniq, _ := message.LookupProperty(props, message.PropertyUniqClientMessageIDKeyIdx)
+	var keys []string
+	if k, ok := message.LookupProperty(props, message.PropertyKeys); ok && k != "" {
+		keys = strings.Split(k, " ")
+	}
+	if uniq == "" && len(keys) == 0 {
+		return nil
+	}
+	return x.svc.Put(h.Topic, keys, uniq, phy, h.StoreTimestamp)
+}
+
+func (x *indexDispatcher) fail(err error) {
+	msg := err.Error()
+	if p := x.err.Load(); p == nil || *p != msg {
+		x.err.Store(&msg)
+		x.st.logger.Error("store: index building stopped", "cursor", x.cursor.Load(), "err", err)
+	}
+}
+
+// queryIndex answers QueryMessage from the index, checking each record
+// (the index can return hash collisions).
+func (st *DefaultMessageStore) queryIndex(topic, key string, maxNum int, begin, end int64) (*QueryResult, error) {
+	if st.index == nil {
+		return nil, fmt.Errorf("QueryMessage: messageIndexEnable=false: %w", ErrNotBuilt)
+	}
+	maxNum = min(max(maxNum, 1), 64) // RocketMQ's maxMsgsNumBatch
+	r, err := st.index.svc.Query(topic, key, maxNum, begin, end)
+	out := &QueryResult{IndexLastUpdateTimestamp: r.LastUpdateTimestamp, IndexLastUpdatePhyoffset: r.LastUpdatePhyOffset}
+	for _, phy := range r.PhyOffsets {
+		rec, rerr := st.commitLog.recordAt(phy)
+		if rerr != nil {
+			continue // deleted since, or not a record any more
+		}
+		h, perr := message.ParseRecordHeader(rec)
+		if perr != nil || h.Topic != topic {
+			continue
+		}
+		props := string(rec[h.PropertiesOffset : h.PropertiesOffset+h.PropertiesLen])
+		match := false
+		if u, _ := message.LookupProperty(props, message.PropertyUniqClientMessageIDKeyIdx); u == key {
+			match = true
+		}
+		if k, ok := message.LookupProperty(props, message.PropertyKeys); ok && !match {
+			for _, kk := range strings.Split(k, " ") {
+				if kk == key {
+					match = true
+					break
+				}
+			}
+		}
+		if match {
+			out.Records = append(out.Records, rec)
+		}
+	}
+	if err != nil && len(out.Records) == 0 {
+		return out, fmt.Errorf("store: index query: %w", err)
+	}
+	return out, nil
+}
