@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
