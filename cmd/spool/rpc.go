@@ -42,28 +42,27 @@ func (r *route) masterAddr(brokerName string) string {
 	return ""
 }
 
+// writeQueues lists the queues producers may send to: the write bit and a
+// master address are needed.
 func (r *route) writeQueues() []queueRef {
-	var out []queueRef
-	for _, q := range r.QueueDatas {
-		addr := r.masterAddr(q.BrokerName)
-		if addr == "" || q.Perm&2 == 0 {
-			continue
-		}
-		for i := 0; i < q.WriteQueueNums; i++ {
-			out = append(out, queueRef{q.BrokerName, addr, i})
-		}
-	}
-	return out
+	return r.queues(2, func(q int, _ int) int { return q })
 }
 
+// readQueues lists the queues consumers may pull from.
 func (r *route) readQueues() []queueRef {
+	return r.queues(4, func(_ int, q int) int { return q })
+}
+
+// queues lists the queues of every broker whose perm has bit, counting them
+// with count(writeQueueNums, readQueueNums).
+func (r *route) queues(bit int, count func(write, read int) int) []queueRef {
 	var out []queueRef
 	for _, q := range r.QueueDatas {
 		addr := r.masterAddr(q.BrokerName)
-		if addr == "" || q.Perm&4 == 0 {
+		if addr == "" || q.Perm&bit == 0 {
 			continue
 		}
-		for i := 0; i < q.ReadQueueNums; i++ {
+		for i := 0; i < count(q.WriteQueueNums, q.ReadQueueNums); i++ {
 			out = append(out, queueRef{q.BrokerName, addr, i})
 		}
 	}
