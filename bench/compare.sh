@@ -20,8 +20,12 @@
 # Usage: bench/compare.sh [--quick] [--only S1,S3] [--runs N] [--duration SECS]
 #   --quick      one run each, 3 s per run (smoke test)
 #   --only LIST  comma-separated workloads (default S1,S2,S2b,S3,S4)
+#   --log FILE   keep every tool's raw output there (the scratch directory,
+#                and everything else in it, is deleted at exit)
 # Environment: COMPARE_DIR (parent of the scratch directory, default /var/tmp),
 #   INSTALL_TIMEOUT (seconds per install step, default 900),
+#   COMPARE_SPOOL_NAMESRV_PORT, COMPARE_SPOOL_BROKER_PORT, COMPARE_NATS_PORT,
+#   COMPARE_REDIS_PORT (loopback ports, default 19876, 19911, 14222, 16379),
 #   NATS_SERVER_VERSION, NATSCLI_VERSION.
 set -euo pipefail
 
@@ -33,11 +37,13 @@ RUNS=3
 DUR=10
 ONLY="S1,S2,S2b,S3,S4"
 QUICK=0
+KEEP_LOG=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) QUICK=1 ;;
 	--only) ONLY=${2:?--only needs a list}; shift ;;
 	--only=*) ONLY=${1#--only=} ;;
+	--log) KEEP_LOG=${2:?--log needs a file}; shift ;;
 	--runs) RUNS=${2:?--runs needs a number}; shift ;;
 	--duration) DUR=${2:?--duration needs seconds}; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -60,11 +66,13 @@ mkdir -p "$BIN"
 : >"$RES"
 : >"$RSS"
 
-# Loopback ports; the Spool broker's VIP channel is its port minus 2.
-SP_NS=39876
-SP_BR=30911
-NATS_PORT=34222
-REDIS_PORT=36379
+# Loopback ports, below the kernel's ephemeral range so that other programs'
+# outgoing connections cannot hold them; the Spool broker's VIP channel is its
+# port minus 2.
+SP_NS=${COMPARE_SPOOL_NAMESRV_PORT:-19876}
+SP_BR=${COMPARE_SPOOL_BROKER_PORT:-19911}
+NATS_PORT=${COMPARE_NATS_PORT:-14222}
+REDIS_PORT=${COMPARE_REDIS_PORT:-16379}
 CLK_TCK=$(getconf CLK_TCK)
 
 PIDS=()
@@ -80,6 +88,7 @@ cleanup() {
 		done
 		kill -KILL "$pid" 2>/dev/null || true
 	done
+	if [ -n "$KEEP_LOG" ] && [ -f "$LOG" ]; then cp "$LOG" "$KEEP_LOG" || true; fi
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -246,6 +255,7 @@ spool_run() {
 	record "$wl" spool "$run" "$rate" "$(awk -v r="$rate" -v s="$size" 'BEGIN{printf "%.1f", r*s/1e6}')" \
 		"$p50" "$p99" "$(gen_cpu "$tf")" "$(fsub "$c1" "$c0")" "$ok" "$errs"
 	say "  spool $wl: $(printf '%.0f' "$rate") msg/s p50 ${p50}us p99 ${p99}us errors $errs"
+	[ "${errs:-0}" = 0 ] || say "  first error: $(sed -n 's/.*"first_error":"\([^"]*\)".*/\1/p' <<<"$out")"
 	if [ "$drain" = 1 ]; then
 		local idle_exit=1 secs dok drate
 		c0=$(cpu_of "$SRV_PID")
@@ -381,7 +391,7 @@ attempt() { # LABEL CMD...
 workload() { # WL
 	local wl=$1 run
 	for run in $(seq "$RUNS"); do
-		say "$wl run $run/$RUNS"
+		say "$wl run $run/$RUNS (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 		case "$wl" in
 		S1)
 			attempt "spool S1 #$run" spool_run S1 "$run" 128 1 1 1 json ASYNC_FLUSH 0
@@ -458,6 +468,7 @@ say "scratch directory $WORK"
 echo "== machine"
 echo "date: $(date -u)"
 echo "nproc: $(nproc); memory: $(free -h | awk '/^Mem:/{print $2}'); kernel: $(uname -r)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== disk"
 df -h "$WORK"
 echo "== dirty-page settings"
@@ -470,6 +481,12 @@ echo "nats CLI: $(nats --version 2>&1)"
 echo "redis-server: $(redis-server --version | awk '{print $3}')"
 echo "runs: $RUNS, ${DUR}s per produce run, workloads: $ONLY"
 
+for port in "$SP_NS" "$SP_BR" $((SP_BR - 2)) "$NATS_PORT" "$REDIS_PORT"; do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		echo "port $port on 127.0.0.1 is in use; choose others with the COMPARE_*_PORT variables" >&2
+		exit 1
+	fi
+done
 IFS=, read -r -a WLS <<<"$ONLY"
 for wl in "${WLS[@]}"; do
 	workload "$wl"
@@ -480,6 +497,7 @@ echo "== results: medians of $RUNS run(s) [min-max]; spool/it = Spool median msg
 echo "   gen CPUs = load generator's user+sys seconds per run (/usr/bin/time);"
 echo "   srv CPUs/1M = server's CPU seconds per million messages"
 print_table
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -s "$RSS" ]; then
 	echo
 	echo "== Spool resident memory in S4 (MiB; idle RssAnon before the run, peak RssAnon and RssFile during produce+drain)"

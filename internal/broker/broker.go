@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -66,7 +67,9 @@ type Broker struct {
 	registrar *registrar
 	schedule  *scheduleService
 	txCheck   *transactionCheckService
+	timers    *timer.Service // nil when timerWheelEnable is off
 	stats     *brokerStats
+	flow      *flowControl
 
 	executors map[string]*transport.Executor
 	sendEx    *transport.Executor
@@ -110,6 +113,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 			opts.StoreConfig.StorePathRootDir = def.StorePathRootDir
 		}
 	}
+	// The timing wheel lives in the store's directory.
+	cfg.Timer.StorePathRootDir = opts.StoreConfig.StorePathRootDir
 	levels, err := parseDelayLevels(opts.StoreConfig.MessageDelayLevel)
 	if err != nil {
 		return nil, err
@@ -158,9 +163,12 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b.longPoll = newLongPollService(b)
 	b.txCheck = newTransactionCheckService(b)
+	b.flow = newFlowControl(b)
 	b.server = transport.NewServer(transport.ServerConfig{
-		IdleTimeout: time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
-		Logger:      logger,
+		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
+		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,
+		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
+		Logger:             logger,
 	})
 	b.registerProcessors()
 	return b, nil
@@ -213,11 +221,15 @@ func (b *Broker) Start() error {
 	fail := func(err error) error {
 		b.markReady()
 		b.server.Close()
+		b.closeTimers()
 		b.store.Shutdown()
 		b.state.Store(stateStopped)
 		return err
 	}
 	b.store.OnDispatch(b.onDispatch)
+	if err := b.startTimers(); err != nil {
+		return fail(err)
+	}
 	bind := cfg.BindAddress
 	if bind == "" {
 		bind = "0.0.0.0"
@@ -253,6 +265,7 @@ func (b *Broker) Start() error {
 	b.background(func() { b.offsets.runFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
 	b.background(b.housekeeping)
 	b.background(func() { b.stats.run(b.stop) })
+	b.background(b.flow.run)
 	b.background(b.longPoll.run)
 	b.registrar.round()
 	b.background(b.registrar.run)
@@ -330,6 +343,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.logger.Warn("unregister broker", "err", err)
 	}
 	b.registrar.close()
+	if err := b.closeTimers(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, f := range []*metadataFile{b.topics.file, b.groups.file, b.offsets.file, b.schedule.file} {
 		if err := f.close(); err != nil {
 			errs = append(errs, err)

@@ -68,6 +68,7 @@ func (b *Broker) handleUpdateBrokerConfig(c *transport.Conn, req *remoting.Comma
 		return response(req, remoting.InvalidParameter, err.Error())
 	}
 	b.cfg.Store(&next)
+	b.applyTimerLive(&next)
 	b.logger.Info("broker config updated", "keys", len(props))
 	// brokerPermission masks the registered topic permissions.
 	b.registrar.trigger()

@@ -4,6 +4,8 @@ import (
 	"os"
 	"runtime"
 	"time"
+
+	"github.com/spoolmq/spool/internal/timer"
 )
 
 // Config is the broker's part of RocketMQ's BrokerConfig (plus the
@@ -63,6 +65,27 @@ type Config struct {
 	WaitTimeMillsInHeartbeatQueue   int64 `prop:"waitTimeMillsInHeartbeatQueue"`
 	WaitTimeMillsInTransactionQueue int64 `prop:"waitTimeMillsInTransactionQueue"`
 
+	// BrokerFastFailureEnable answers queued requests that waited longer
+	// than their waitTimeMills*Queue ([TIMEOUT_CLEAN_QUEUE]) and drains the
+	// send queue while the page cache is busy ([PCBUSY_CLEAN_QUEUE]).
+	BrokerFastFailureEnable bool `prop:"brokerFastFailureEnable"`
+	// MaxInflightRequestsPerConnection (a Spool key) bounds the requests
+	// of one connection running, queued or awaiting their answer; more are
+	// answered SYSTEM_BUSY at once. One client process shares one
+	// connection per broker among all its producers and consumers, so keep
+	// it well above their combined in-flight sends and held pulls (0 =
+	// 1024, negative = no bound).
+	MaxInflightRequestsPerConnection int `prop:"maxInflightRequestsPerConnection"`
+	// MaxQueuedRequestBytes (a Spool key) bounds the body bytes of requests
+	// waiting in executor queues; while reached, sockets are not read (the
+	// pause counts as queue wait). 0 = no bound.
+	MaxQueuedRequestBytes int64 `prop:"maxQueuedRequestBytes"`
+	// ColdReadBytesPerSecond (a Spool key) is the byte rate all pulls of
+	// data outside the store's in-memory window share; a pull over it is
+	// served with what fits or held briefly (no worker waits). 0 = no
+	// budget.
+	ColdReadBytesPerSecond int64 `prop:"coldReadBytesPerSecond" live:"true"`
+
 	// ServerChannelMaxIdleTimeSeconds closes connections idle this long.
 	ServerChannelMaxIdleTimeSeconds int `prop:"serverChannelMaxIdleTimeSeconds"`
 
@@ -85,6 +108,21 @@ type Config struct {
 	TransactionTimeOut       int64 `prop:"transactionTimeOut" live:"true"`
 	TransactionCheckMax      int   `prop:"transactionCheckMax" live:"true"`
 	TransactionCheckInterval int64 `prop:"transactionCheckInterval" live:"true"`
+	// TransactionCheckReadMsgsPerSecond and TransactionCheckReadBytesPerSecond
+	// (Spool keys) budget the half-message reads of the transaction check
+	// service, and of the rebuild of its index after a start; <= 0 means no
+	// limit.
+	TransactionCheckReadMsgsPerSecond  int64 `prop:"transactionCheckReadMsgsPerSecond" live:"true"`
+	TransactionCheckReadBytesPerSecond int64 `prop:"transactionCheckReadBytesPerSecond" live:"true"`
+
+	// TimerWheelEnable (a RocketMQ store key) sends messages with
+	// TIMER_DELIVER_MS, TIMER_DELAY_SEC or TIMER_DELAY_MS to the timing
+	// wheel; off, they are refused with SYSTEM_ERROR.
+	TimerWheelEnable bool `prop:"timerWheelEnable"`
+	// Timer holds the timing wheel's own keys (timerMaxDelaySec,
+	// timerCongestNumEachSlot, mappedFileSizeTimerLog, ...); its
+	// storePathRootDir is the store's.
+	Timer timer.Config
 }
 
 // DefaultConfig returns RocketMQ 5.3.3's BrokerConfig defaults (with
@@ -138,6 +176,11 @@ func DefaultConfig() Config {
 		WaitTimeMillsInHeartbeatQueue:   31000,
 		WaitTimeMillsInTransactionQueue: 3000,
 
+		BrokerFastFailureEnable:          true,
+		MaxInflightRequestsPerConnection: 4096,
+		MaxQueuedRequestBytes:            256 << 20,
+		ColdReadBytesPerSecond:           128 << 20,
+
 		ServerChannelMaxIdleTimeSeconds: 120,
 
 		RegisterNameServerPeriod:   30000,
@@ -156,6 +199,12 @@ func DefaultConfig() Config {
 		TransactionTimeOut:       6000,
 		TransactionCheckMax:      15,
 		TransactionCheckInterval: 30000,
+
+		TransactionCheckReadMsgsPerSecond:  1000,
+		TransactionCheckReadBytesPerSecond: 8 << 20,
+
+		TimerWheelEnable: true,
+		Timer:            timer.DefaultConfig(),
 	}
 }
 

@@ -10,7 +10,9 @@
 // store.MessageStore. It must never: block a worker on a flush (sends are
 // answered from the store's completion) or on a held pull (held pulls are
 // re-run on their own goroutine); write metadata files on a request path
-// (a background writer replaces them atomically); or touch mapped files.
+// (a background writer replaces them atomically); touch mapped files; or
+// read old messages in a background service outside a read budget (the
+// transaction check-back and the recovery scans are budgeted).
 //
 // Metadata files, under storePathRootDir/config (RocketMQ's names and JSON
 // forms; each replaced by temp file + fsync + rename + fsync of the dir):
@@ -22,7 +24,8 @@
 //	subscriptionGroup.json  {"subscriptionGroupTable":{"G":{"groupName":"G","consumeEnable":true,
 //	                          ..., "retryQueueNums":1,"retryMaxTimes":16, ...}},"dataVersion":{...}}
 //	consumerOffset.json     {"offsetTable":{"T@G":{"0":5,"1":3}},"dataVersion":{...}}
-//	delayOffset.json        {"offsetTable":{"<level>":<next offset of SCHEDULE_TOPIC_XXXX queue level-1>}}
+//	delayOffset.json        {"offsetTable":{"<level>":<next offset of SCHEDULE_TOPIC_XXXX queue level-1>},
+//	                         "commitLogOffset":<every delivery missing from the table lies at or after it>}
 //
 // Wire forms the broker produces or reads (beyond the remoting frame):
 //
@@ -39,9 +42,70 @@
 //	                    "filterServerList":[]}
 //	delayed message    SCHEDULE_TOPIC_XXXX queue level-1; properties + REAL_TOPIC, REAL_QID;
 //	                   consume-queue tag field = delivery time (ms)
+//	delivered delay    REAL_TOPIC/REAL_QID record; properties - DELAY - TIMER_* +
+//	                   __DELAY_SRC=<level>:<schedule queue offset>; after a crash the
+//	                   CommitLog from delayOffset.json's commitLogOffset to its end is
+//	                   scanned and each level resumes after its highest marker
 //	half message       RMQ_SYS_TRANS_HALF_TOPIC queue 0; properties + REAL_TOPIC, REAL_QID,
 //	                   __transactionId__; transaction bits cleared
-//	resolved half      RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0; tag "d"; body = half queue offset
-//	                   (decimal text); check-back progress of both queues in consumerOffset.json
-//	                   under group CID_RMQ_SYS_TRANS
+//	op record          RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0; body = half queue offset
+//	                   (decimal text); tag "d" = resolved (commit, rollback, given up),
+//	                   tag "c" = one CHECK_TRANSACTION_STATE sent (check counts are the
+//	                   number of "c" records; the half is never re-appended)
+//	rebuild floors     consumerOffset.json group CID_RMQ_SYS_TRANS: half queue offset below
+//	                   which all halves are resolved, op queue offset below which no op
+//	                   refers to a half above that floor
+//
+// Pending halves are indexed in memory (half offset -> CommitLog offset,
+// size, born and store time, check count, producer group) from the put path
+// and, after a start, by a rebuild that reads the half and op queues from
+// the floors. The check service reads a half record only to check it or
+// give it up, on its own goroutine, within transactionCheckReadMsgsPerSecond
+// and transactionCheckReadBytesPerSecond (the rebuild shares the budget),
+// and never for a group without a live producer connection:
+//
+//	half put ──▶ index.add ◀── rebuild (budgeted reads of half + op queues)
+//	END_TRANSACTION / give-up ──▶ op "d" ──▶ index.remove
+//	every transactionCheckInterval: candidates = index entries with
+//	  now-born >= max(transactionTimeOut, immunity)   (no read)
+//	  ├─ no live producer of PGROUP ──▶ skipped, no read
+//	  ├─ budget.wait(size) ──▶ read record ──▶ checks >= transactionCheckMax ?
+//	  │     yes: TRANS_CHECK_MAX_TIME_TOPIC + op "d"
+//	  │     no:  CHECK_TRANSACTION_STATE oneway + op "c"
+//
+// # Flow control and busy answers
+//
+// Every busy answer is SYSTEM_BUSY (2) with RocketMQ's remark prefix, the
+// measured value and the limit appended:
+//
+//	remark prefix          when                                          limit key
+//	[REJECTREQUEST]        send refused before queueing: put lock held   osPageCacheBusyTimeOutMills
+//	                       too long, or transient store pool empty        (transientStorePoolSize)
+//	[REJECTREQUEST]        a connection's requests in flight at the cap   maxInflightRequestsPerConnection
+//	[OVERLOAD]             executor queue full                            send/pull/...ThreadPoolQueueCapacity
+//	[TIMEOUT_CLEAN_QUEUE]  waited in a queue too long (a socket-read      waitTimeMillsInSendQueue (and the
+//	                       pause for the body budget counts as waiting)   other waitTimeMillsIn*Queue keys)
+//	[PC_SYNCHRONIZED]      the store refused a put: page cache busy       osPageCacheBusyTimeOutMills
+//	[PCBUSY_CLEAN_QUEUE]   queued sends answered at once while the put    osPageCacheBusyTimeOutMills
+//	                       lock is held too long (checked every 10 ms)
+//
+// maxQueuedRequestBytes bounds the bodies waiting in executor queues: when
+// reached, sockets are not read until it has room (TCP pushes back on the
+// senders). Pulls of data outside the store's in-memory window share
+// coldReadBytesPerSecond (live): a cold pull is served with what the budget
+// holds (at least one message); with the budget in debt it is held on a
+// timer (no worker waits, at most 1 s) and run again, answering an empty
+// PULL_RETRY_IMMEDIATELY if the budget is still spent. Cold pulls are never
+// answered SYSTEM_BUSY: both official clients wait 3 s after a pull error,
+// while they pull again at once after PULL_RETRY_IMMEDIATELY (and the next
+// pull is held again, which paces them).
+//
+// Which clients retry a busy answer: the Go client (rocketmq-client-go v2)
+// retries sends only on TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE,
+// SYSTEM_ERROR and NO_PERMISSION, so every SYSTEM_BUSY reaches the
+// application as an error ("CODE: 2, DESC: [...]"). The Java client
+// (DefaultMQProducer) lists SYSTEM_BUSY in retryResponseCodes: a sync send
+// is retried retryTimesWhenSendFailed (2) more times, on another broker
+// when the topic has one; an async send is not retried on a broker's
+// answer, and a oneway send never learns of it.
 package broker

@@ -22,9 +22,16 @@ var noResponse = &remoting.Command{}
 func (b *Broker) registerProcessors() {
 	cfg := b.config()
 	ex := func(name string, workers, capacity int, waitMs int64) *transport.Executor {
-		e := b.server.NewExecutor(transport.ExecutorConfig{
+		ec := transport.ExecutorConfig{
 			Name: name, Workers: max(workers, 1), QueueCapacity: max(capacity, 1), MaxQueueWait: millis(waitMs),
-		})
+		}
+		if !cfg.BrokerFastFailureEnable {
+			ec.MaxQueueWait = 0
+		}
+		if name == "send" {
+			ec.Reject = b.flow.rejectSend
+		}
+		e := b.server.NewExecutor(ec)
 		b.executors[name] = e
 		return e
 	}
@@ -78,6 +85,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.GetBrokerRuntimeInfo, b.handleGetBrokerRuntimeInfo, admin)
 	reg(remoting.GetBrokerConfig, b.handleGetBrokerConfig, admin)
 	reg(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig, admin)
+	reg(remoting.EvictPageCache, b.handleEvictPageCache, admin)
 
 	b.server.OnConnClose(b.onConnClose)
 }

@@ -166,10 +166,22 @@ func (b *Broker) processPull(c *transport.Conn, req *remoting.Command, h *pullHe
 	if maxNums <= 0 {
 		maxNums = 1
 	}
-	res := b.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, h.maxMsgBytes, filter)
+	cold := b.flow.coldRead(h)
+	if cold.wait > 0 {
+		// Over the cold-read budget: hold the pull until the budget has
+		// room (a timer, not a worker), or answer an empty retry.
+		if firstRun && !b.stopping() {
+			b.holdColdPull(c, req, h, cold.wait)
+			b.commitPullOffset(h, firstRun)
+			return nil
+		}
+		return b.coldRetryResponse(req, h)
+	}
+	res := b.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, cold.maxBytes, filter)
 	if res == nil {
 		return response(req, remoting.SystemError, "store getMessage result is null")
 	}
+	b.flow.afterColdRead(cold, res)
 	resp := response(req, remoting.SystemError, res.Status.String())
 	resp.SetExt("suggestWhichBrokerId", strconv.Itoa(masterID))
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))

@@ -3,11 +3,14 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/spoolmq/spool/internal/store/stats"
 	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -16,10 +19,15 @@ import (
 // RocketMQ V5_3_3's protocol).
 const versionDesc = "V5_3_3"
 
+// executorNames are the executors whose queue figures runtime info reports,
+// under RocketMQ's "<name>ThreadPoolQueueSize" keys.
+var executorNames = []string{"send", "pull", "litePull", "query", "heartbeat", "clientManage", "consumerManage", "admin", "endTransaction"}
+
 // handleGetBrokerRuntimeInfo answers {"table":{...}} with RocketMQ's
-// runtime figures: put/get totals and rates, executor queue sizes and head
-// waits, dispatch lag, CommitLog bounds and disk capacity, and the store's
-// latency figures.
+// runtime figures (put/get totals and rates, executor queue sizes and head
+// waits, dispatch lag, CommitLog bounds and disk capacity, the put lock's
+// current hold) and Spool's own (latency quantiles, fallbacks, busy answers
+// by kind).
 func (b *Broker) handleGetBrokerRuntimeInfo(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	body, err := json.Marshal(map[string]map[string]string{"table": b.RuntimeInfo()})
 	if err != nil {
@@ -32,9 +40,13 @@ func (b *Broker) handleGetBrokerRuntimeInfo(c *transport.Conn, req *remoting.Com
 
 // RuntimeInfo returns the GET_BROKER_RUNTIME_INFO table.
 func (b *Broker) RuntimeInfo() map[string]string {
-	t := make(map[string]string, 64)
+	t := make(map[string]string, 128)
 	i64 := func(k string, v int64) { t[k] = strconv.FormatInt(v, 10) }
+	micros := func(k string, d time.Duration) { i64(k, d.Microseconds()) }
 	st := b.store.Stats()
+	cfg := b.config()
+
+	// RocketMQ's keys.
 	t["brokerVersionDesc"] = versionDesc
 	i64("brokerVersion", remoting.CurrentVersion)
 	putMorning, putNow, getMorning, getNow, putYesterday, getYesterday := b.stats.today()
@@ -46,62 +58,127 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("msgGetTotalTodayNow", getNow)
 	t["putTps"] = fmt.Sprintf("%.2f %.2f %.2f", b.stats.rate(0, 10), b.stats.rate(0, 60), b.stats.rate(0, 600))
 	t["getTotalTps"] = fmt.Sprintf("%.2f %.2f %.2f", b.stats.rate(1, 10), b.stats.rate(1, 60), b.stats.rate(1, 600))
-	for _, name := range []string{"send", "pull", "litePull", "query", "heartbeat", "clientManage", "consumerManage", "admin", "endTransaction"} {
+	var overload, timedOut, rejected, drained uint64
+	for _, name := range executorNames {
 		e := b.executors[name]
 		if e == nil {
 			continue
 		}
 		i64(name+"ThreadPoolQueueSize", int64(e.QueueLen()))
 		i64(name+"ThreadPoolQueueHeadWaitTimeMills", e.HeadWait().Milliseconds())
+		es := e.Stats()
+		overload += es.Overload
+		timedOut += es.TimedOut
+		rejected += es.Rejected
+		drained += es.Drained
 	}
-	cfg := b.config()
+	if e := b.executors["endTransaction"]; e != nil {
+		i64("EndTransactionQueueSize", int64(e.QueueLen()))
+	}
 	i64("sendThreadPoolQueueCapacity", int64(cfg.SendThreadPoolQueueCapacity))
 	i64("pullThreadPoolQueueCapacity", int64(cfg.PullThreadPoolQueueCapacity))
+	i64("litePullThreadPoolQueueCapacity", int64(cfg.LitePullThreadPoolQueueCapacity))
+	i64("queryThreadPoolQueueCapacity", int64(cfg.QueryThreadPoolQueueCapacity))
+	i64("EndTransactionThreadPoolQueueCapacity", int64(cfg.EndTransactionPoolQueueCapacity))
 	i64("dispatchBehindBytes", b.store.DispatchBehindBytes())
-	// The longest put-lock hold seen: Spool measures holds rather than
-	// sampling the lock's current age.
-	i64("pageCacheLockTimeMills", st.PutLockHold.Max.Milliseconds())
+	// The put lock's current hold, as RocketMQ's lockTimeMills (0 when free).
+	held, _, _ := b.flow.pageCacheBusy()
+	i64("pageCacheLockTimeMills", held.Milliseconds())
+	i64("earliestMessageTimeStamp", b.earliestMessageTime())
+	i64("startAcceptSendRequestTimeStamp", 0)
+	i64("remainTransientStoreBufferNumbs", int64(b.flow.remainTransientStoreBufferNumbs()))
+	t["remainHowManyDataToFlush"] = javaByteCount(max(st.CommitLogMax-st.CommitLogFlushed, 0))
 	i64("putMessageEntireTimeMax", st.Put.Max.Milliseconds())
-	i64("putMessageTimesTotal", st.Puts)
+	i64("putMessageTimesTotal", max(st.Puts, 1))
+	i64("putMessageFailedTimes", st.PutFailures)
 	i64("putMessageSizeTotal", st.PutBytes)
-	if st.Puts > 0 {
-		i64("putMessageAverageSize", st.PutBytes/st.Puts)
-	} else {
-		i64("putMessageAverageSize", 0)
-	}
+	t["putMessageAverageSize"] = stats.JavaDouble(float64(st.PutBytes) / float64(max(st.Puts, 1)))
 	t["putMessageDistributeTime"] = st.PageCacheRT.DistributionString()
-	if st.PutTPS != "" {
-		t["storePutTps"] = st.PutTPS
-	}
-	t["putLatencyP99Micros"] = strconv.FormatInt(st.Put.Quantile(0.99).Microseconds(), 10)
-	t["putLockHoldP99Micros"] = strconv.FormatInt(st.PutLockHold.Quantile(0.99).Microseconds(), 10)
+	t["putLatency99"] = fmt.Sprintf("%.2f", float64(st.Put.Quantile(0.99).Microseconds())/1000)
+	t["putLatency999"] = fmt.Sprintf("%.2f", float64(st.Put.Quantile(0.999).Microseconds())/1000)
 	i64("commitLogMinOffset", b.store.MinPhyOffset())
 	i64("commitLogMaxOffset", b.store.MaxPhyOffset())
-	i64("remainHowManyDataToFlush", max(st.CommitLogMax-st.CommitLogFlushed, 0))
-	i64("flushTimeouts", st.FlushTimeouts)
-	i64("putWaitedOnCreate", st.PutWaitedOnCreate)
-	i64("spillWrites", st.SpillWrites)
-	i64("spillFull", st.SpillFull)
-	i64("readyCommitLogFiles", int64(st.ReadyFiles))
-	t["storeReadOnly"] = strconv.FormatBool(st.ReadOnly)
-	if st.ReadOnlyReason != "" {
-		t["storeReadOnlyReason"] = st.ReadOnlyReason
-	}
-	i64("heldPullRequests", int64(b.longPoll.held()))
 	i64("bootTimestamp", b.stats.boot.UnixMilli())
 	t["runtime"] = runtimeString(time.Since(b.stats.boot))
-	i64("startAcceptSendRequestTimeStamp", 0)
 	clDir := b.storeCfg.StorePathCommitLog
 	if clDir == "" {
 		clDir = filepath.Join(b.storeCfg.StorePathRootDir, "commitlog")
 	}
 	if u, err := vfs.Default.Statfs(clDir); err == nil {
-		t["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(u.Total), humanBytes(u.Free))
+		t["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", javaByteCount(int64(u.Total)), javaByteCount(int64(u.Free)))
 		t["commitLogDiskRatio"] = fmt.Sprintf("%.4f", u.UsedRatio())
 	} else {
 		t["commitLogDirCapacity"] = "unknown: " + err.Error()
 	}
+
+	// Spool's figures: latency quantiles in microseconds.
+	if st.PutTPS != "" {
+		t["storePutTps"] = st.PutTPS
+	}
+	micros("putLatencyP99Micros", st.Put.Quantile(0.99))
+	micros("putLockHoldP99Micros", st.PutLockHold.Quantile(0.99))
+	micros("putLockHoldMaxMicros", st.PutLockHold.Max)
+	micros("fsyncP99Micros", st.Flush.Quantile(0.99))
+	micros("fsyncMaxMicros", st.Flush.Max)
+	micros("fileCreateP99Micros", st.FileCreate.Quantile(0.99))
+	micros("dispatchPassP99Micros", st.Dispatch.Quantile(0.99))
+	i64("indexBehindBytes", st.IndexLagBytes)
+	i64("flushes", st.Flushes)
+	i64("flushTimeouts", st.FlushTimeouts)
+	i64("syncErrors", st.SyncErrors)
+	i64("syncUnderPutLock", st.SyncUnderPutLock)
+	// Fallbacks: rolls that found no file ready, and the spill behind them.
+	i64("putWaitedOnCreate", st.PutWaitedOnCreate)
+	i64("spills", st.Spills)
+	i64("spillWrites", st.SpillWrites)
+	i64("spillFull", st.SpillFull)
+	i64("allocFailures", st.AllocFailures)
+	i64("readyCommitLogFiles", int64(st.ReadyFiles))
+	i64("diskFullRefusals", st.DiskFullRefusals)
+	t["storeReadOnly"] = strconv.FormatBool(st.ReadOnly)
+	if st.ReadOnlyReason != "" {
+		t["storeReadOnlyReason"] = st.ReadOnlyReason
+	}
+	// Busy answers by kind (totals since start).
+	ss := b.server.Stats()
+	f := b.flow
+	i64("busyOverload", int64(overload))
+	i64("busyTimeoutCleanQueue", int64(timedOut))
+	i64("busyRejectRequest", int64(rejected)+int64(ss.RejectedInflight))
+	i64("busyRejectRequestPageCache", f.rejectPageCache.Load())
+	i64("busyRejectRequestTransientPool", f.rejectPool.Load())
+	i64("busyRejectRequestInflight", int64(ss.RejectedInflight))
+	i64("busyPcSynchronized", f.pcSynchronized.Load())
+	i64("busyPcBusyCleanQueue", int64(drained))
+	i64("coldReadBytesPerSecond", cfg.ColdReadBytesPerSecond)
+	i64("coldReadBytes", f.coldBytes.Load())
+	i64("coldReadLimited", f.coldLimited.Load())
+	i64("coldReadHeld", f.coldHeld.Load())
+	i64("coldReadRetried", f.coldRetried.Load())
+	i64("queuedRequestBytes", ss.QueuedBodyBytes)
+	i64("requestBodyBudgetPauses", int64(ss.BodyBudgetPauses))
+	i64("requestBodyBudgetPausedMills", ss.BodyBudgetPaused.Milliseconds())
+	i64("connections", int64(ss.Conns))
+	i64("heldPullRequests", int64(b.longPoll.held()))
 	return t
+}
+
+// earliestMessageTime is the store time of the CommitLog's first record
+// (RocketMQ's getEarliestMessageTime), or -1 when the log is empty.
+func (b *Broker) earliestMessageTime() int64 {
+	minOff := b.store.MinPhyOffset()
+	if b.store.MaxPhyOffset() <= minOff {
+		return -1
+	}
+	rec, err := b.store.LookMessageByOffset(minOff)
+	if err != nil {
+		return -1
+	}
+	h, err := message.ParseRecordHeader(rec)
+	if err != nil {
+		return -1
+	}
+	return h.StoreTimestamp
 }
 
 func runtimeString(d time.Duration) string {
@@ -109,7 +186,14 @@ func runtimeString(d time.Duration) string {
 	return fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", s/86400, s%86400/3600, s%3600/60, s%60)
 }
 
-func humanBytes(n uint64) string {
-	const gib = 1 << 30
-	return fmt.Sprintf("%.2f GiB", float64(n)/gib)
+// javaByteCount formats n as RocketMQ's MixAll.humanReadableByteCount(n,
+// false): "512 B", "1.5 KiB", "10.0 GiB".
+func javaByteCount(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	exp := int(math.Log(float64(n)) / math.Log(unit))
+	exp = min(exp, 6)
+	return fmt.Sprintf("%.1f %ciB", float64(n)/math.Pow(unit, float64(exp)), "KMGTPE"[exp-1])
 }

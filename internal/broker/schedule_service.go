@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/internal/store"
@@ -20,25 +22,53 @@ const (
 	scheduleIdle = time.Second
 	// scheduleRetry is the pause after a failed delivery.
 	scheduleRetry = time.Second
+	// scheduleFlushInterval is how often changed progress is persisted;
+	// it bounds the CommitLog a recovery scan reads after a crash.
+	scheduleFlushInterval = time.Second
+	// scheduleRecoveryBytesPerSecond budgets the recovery scan.
+	scheduleRecoveryBytesPerSecond = 64 << 20
+
+	// markNoFile: no delayOffset.json (scan the whole CommitLog when the
+	// schedule queues hold anything); markLegacy: a file without
+	// commitLogOffset (RocketMQ's form: trusted as it is).
+	markNoFile = -1
+	markLegacy = -2
+
+	// propertyDelaySource marks a delivered message with the schedule
+	// queue entry it came from, "<level>:<queue offset>", so progress can
+	// be recomputed from the CommitLog after a crash.
+	propertyDelaySource = "__DELAY_SRC"
 )
 
 // delayOffsetFile is config/delayOffset.json: delay level -> next offset of
-// its SCHEDULE_TOPIC_XXXX queue.
+// its SCHEDULE_TOPIC_XXXX queue, and (Spool's addition) the CommitLog
+// offset up to which the table accounts for every delivery.
 type delayOffsetFile struct {
-	OffsetTable map[string]int64 `json:"offsetTable"`
+	OffsetTable     map[string]int64 `json:"offsetTable"`
+	CommitLogOffset *int64           `json:"commitLogOffset,omitempty"`
 }
 
 // scheduleService delivers delayed messages: one goroutine per delay level
 // reads its SCHEDULE_TOPIC_XXXX queue in order and, when an entry is due
-// (store time + level delay), stores the message again in REAL_TOPIC /
-// REAL_QID without DELAY. Progress per level is persisted to
-// delayOffset.json.
+// (store time + level delay, never earlier), stores the message again in
+// REAL_TOPIC / REAL_QID without DELAY and with __DELAY_SRC=<level>:<offset>.
+//
+// Progress per level is persisted to delayOffset.json at most every
+// second together with the CommitLog offset it is valid up to: every
+// delivery not counted in the table lies at or after that offset. After a
+// crash the start-up scan reads the CommitLog from there to its end and
+// takes, per level, the highest delivered offset from the markers, so a
+// kill -9 neither redelivers nor loses a delayed message.
 type scheduleService struct {
 	b    *Broker
 	file *metadataFile
 
-	mu      sync.Mutex
-	offsets map[int]int64 // level -> next offset
+	mu        sync.Mutex
+	offsets   map[int]int64 // level -> next offset
+	inflight  map[int]int64 // level -> CommitLog end before its delivery put
+	validUpTo int64         // loaded mark; markNoFile or markLegacy when there is none
+	dirty     bool
+	recovered atomic.Int64 // markers applied by the last recovery scan
 
 	wake    []chan struct{} // per level, capacity 1
 	quit    chan struct{}
@@ -47,7 +77,8 @@ type scheduleService struct {
 }
 
 func newScheduleService(b *Broker, path string) *scheduleService {
-	s := &scheduleService{b: b, offsets: make(map[int]int64), quit: make(chan struct{})}
+	s := &scheduleService{b: b, offsets: make(map[int]int64), inflight: make(map[int]int64), validUpTo: markNoFile,
+		quit: make(chan struct{})}
 	s.file = newMetadataFile(path, s.encode, b.logger)
 	s.wake = make([]chan struct{}, len(b.delayLevels))
 	for i := range s.wake {
@@ -67,6 +98,10 @@ func (s *scheduleService) load() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.validUpTo = markLegacy
+	if doc.CommitLogOffset != nil {
+		s.validUpTo = *doc.CommitLogOffset
+	}
 	for k, v := range doc.OffsetTable {
 		level, err := strconv.Atoi(k)
 		if err != nil {
@@ -77,9 +112,17 @@ func (s *scheduleService) load() error {
 	return nil
 }
 
+// encode snapshots the table. Its CommitLog mark is the log's end, or
+// the end before a delivery still in flight if lower: a delivery missing
+// from the table is in flight or not yet started, so its record lies at
+// or after the mark.
 func (s *scheduleService) encode() ([]byte, error) {
 	s.mu.Lock()
-	doc := delayOffsetFile{OffsetTable: make(map[string]int64, len(s.offsets))}
+	mark := s.b.store.MaxPhyOffset()
+	for _, v := range s.inflight {
+		mark = min(mark, v)
+	}
+	doc := delayOffsetFile{OffsetTable: make(map[string]int64, len(s.offsets)), CommitLogOffset: &mark}
 	for k, v := range s.offsets {
 		doc.OffsetTable[strconv.Itoa(k)] = v
 	}
@@ -96,18 +139,163 @@ func (s *scheduleService) offset(level int) int64 {
 func (s *scheduleService) setOffset(level int, off int64) {
 	s.mu.Lock()
 	s.offsets[level] = off
+	delete(s.inflight, level)
+	s.dirty = true
 	s.mu.Unlock()
-	s.file.markDirty()
 }
 
+// beginDelivery records that level is about to put a delivery.
+func (s *scheduleService) beginDelivery(level int) {
+	s.mu.Lock()
+	s.inflight[level] = s.b.store.MaxPhyOffset()
+	s.mu.Unlock()
+}
+
+// abortDelivery forgets a delivery whose put failed.
+func (s *scheduleService) abortDelivery(level int) {
+	s.mu.Lock()
+	delete(s.inflight, level)
+	s.mu.Unlock()
+}
+
+// start recovers the progress from the CommitLog, then starts one
+// goroutine per level and the periodic persister.
 func (s *scheduleService) start() {
-	for i := range s.b.delayLevels {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.runLevel(i + 1)
-		}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if !s.recover() {
+			return
+		}
+		s.file.markDirty()
+		for i := range s.b.delayLevels {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.runLevel(i + 1)
+			}()
+		}
+		s.persistLoop()
+	}()
+}
+
+// persistLoop asks for a write of delayOffset.json when progress changed.
+func (s *scheduleService) persistLoop() {
+	t := time.NewTicker(scheduleFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		dirty := s.dirty
+		s.dirty = false
+		s.mu.Unlock()
+		if dirty {
+			s.file.markDirty()
+		}
 	}
+}
+
+// recover scans the CommitLog from the persisted mark to its end and
+// advances each level past the highest offset a delivered record names.
+// It reports false when stopped first.
+func (s *scheduleService) recover() bool {
+	st := s.b.store
+	s.mu.Lock()
+	from := s.validUpTo
+	s.mu.Unlock()
+	switch from {
+	case markLegacy:
+		return true
+	case markNoFile:
+		empty := true
+		for q := range s.b.delayLevels {
+			if st.MaxOffsetInQueue(topicSchedule, int32(q)) > 0 {
+				empty = false
+			}
+		}
+		if empty {
+			return true
+		}
+	}
+	end := st.MaxPhyOffset()
+	from = max(from, st.MinPhyOffset())
+	if from >= end {
+		return true
+	}
+	budget := newReadBudget(wallClock{})
+	rates := func() (int64, int64) { return 0, scheduleRecoveryBytesPerSecond }
+	fileSize := s.b.storeCfg.MappedFileSizeCommitLog
+	found := map[int]int64{}
+	var records, bytes int64
+	for off := from; off < end; {
+		if !budget.wait(0, rates, s.quit) {
+			return false
+		}
+		rec, err := st.LookMessageByOffset(off)
+		if err != nil {
+			// The blank end of a CommitLog file: go on with the next file.
+			if fileSize <= 0 {
+				break
+			}
+			next := (off/fileSize + 1) * fileSize
+			if next < end {
+				s.b.logger.Debug("schedule recovery: no record, skipping to the next file", "offset", off, "err", err)
+			}
+			off = next
+			continue
+		}
+		budget.charge(int64(len(rec)), 0, scheduleRecoveryBytesPerSecond)
+		records++
+		bytes += int64(len(rec))
+		off += int64(len(rec))
+		h, err := message.ParseRecordHeader(rec)
+		if err != nil || h.Topic == topicSchedule || h.PropertiesLen == 0 {
+			continue
+		}
+		props := message.DecodeProperties(string(rec[h.PropertiesOffset : h.PropertiesOffset+h.PropertiesLen]))
+		level, qoff, ok := parseDelaySource(props[propertyDelaySource])
+		if !ok || level < 1 || level > len(s.b.delayLevels) {
+			continue
+		}
+		// A marker can only name an entry that exists.
+		if qoff >= st.MaxOffsetInQueue(topicSchedule, int32(level-1)) {
+			continue
+		}
+		if v, seen := found[level]; !seen || qoff+1 > v {
+			found[level] = qoff + 1
+		}
+	}
+	s.mu.Lock()
+	var applied int64
+	for level, next := range found {
+		if next > s.offsets[level] {
+			s.offsets[level] = next
+			applied++
+		}
+	}
+	s.mu.Unlock()
+	s.recovered.Store(applied)
+	s.b.logger.Info("schedule progress recovered from the CommitLog", "from", from, "to", end,
+		"records", records, "bytes", bytes, "levelsAdvanced", applied)
+	return true
+}
+
+// parseDelaySource parses a __DELAY_SRC value "<level>:<offset>".
+func parseDelaySource(v string) (int, int64, bool) {
+	ls, offs, ok := strings.Cut(v, ":")
+	if !ok {
+		return 0, 0, false
+	}
+	level, err1 := strconv.Atoi(ls)
+	off, err2 := strconv.ParseInt(offs, 10, 64)
+	if err1 != nil || err2 != nil || off < 0 {
+		return 0, 0, false
+	}
+	return level, off, true
 }
 
 func (s *scheduleService) stop() {
@@ -195,13 +383,14 @@ func (s *scheduleService) deliverBatch(level int, delay time.Duration, res *stor
 		if d := time.Until(due); d > 0 {
 			return min(d, scheduleIdle), true
 		}
-		m, err := scheduledToReal(ext)
+		m, err := scheduledToReal(ext, level, qoff)
 		if err != nil {
 			s.b.logger.Error("schedule: record skipped", "level", level, "offset", qoff, "err", err)
 			s.setOffset(level, qoff+1)
 			continue
 		}
 		done := make(chan store.PutResult, 1)
+		s.beginDelivery(level)
 		s.b.store.PutMessage(m, func(r store.PutResult) { done <- r })
 		var r store.PutResult
 		select {
@@ -211,6 +400,7 @@ func (s *scheduleService) deliverBatch(level int, delay time.Duration, res *stor
 		}
 		s.b.stats.countPut(m.Topic, r)
 		if r.Status != store.PutOK && r.Status != store.FlushDiskTimeout {
+			s.abortDelivery(level)
 			s.b.logger.Warn("schedule: delivery failed, will retry", "level", level, "offset", qoff,
 				"topic", m.Topic, "status", int(r.Status), "remark", r.Remark)
 			return scheduleRetry, true
@@ -220,8 +410,9 @@ func (s *scheduleService) deliverBatch(level int, delay time.Duration, res *stor
 	return 0, true
 }
 
-// scheduledToReal builds the message to deliver from a schedule record.
-func scheduledToReal(ext *message.Ext) (*message.Inner, error) {
+// scheduledToReal builds the message to deliver from the schedule record
+// at offset qoff of level's queue.
+func scheduledToReal(ext *message.Ext, level int, qoff int64) (*message.Inner, error) {
 	m := ext.ToInner()
 	p := m.Properties
 	topic := p[message.PropertyRealTopic]
@@ -234,6 +425,7 @@ func scheduledToReal(ext *message.Ext) (*message.Inner, error) {
 		delete(p, k)
 	}
 	p[message.PropertyWaitStoreMsgOK] = "false"
+	p[propertyDelaySource] = strconv.Itoa(level) + ":" + strconv.FormatInt(qoff, 10)
 	m.Topic = topic
 	m.QueueID = int32(qid)
 	m.TagsCode = message.TagsHashCode(p[message.PropertyTags])

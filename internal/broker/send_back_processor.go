@@ -20,7 +20,6 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 	offset := r.i64("offset", true, 0)
 	group := r.str("group", true)
 	delayLevel := r.i32("delayLevel", true, 0)
-	originMsgID := r.str("originMsgId", false)
 	hasMax := r.has("maxReconsumeTimes")
 	maxHeader := r.i32("maxReconsumeTimes", false, 0)
 	if r.err != nil {
@@ -82,11 +81,11 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 		}
 		props[message.PropertyDelayTimeLevel] = strconv.Itoa(int(delayLevel))
 	}
+	// As RocketMQ: an ORIGIN_MESSAGE_ID already there is kept, else the
+	// record's own id (its offsetMsgId); the header's originMsgId only
+	// names the message for tracing.
 	if props[message.PropertyOriginMessageID] == "" {
-		if originMsgID == "" {
-			originMsgID = ext.MsgID()
-		}
-		props[message.PropertyOriginMessageID] = originMsgID
+		props[message.PropertyOriginMessageID] = ext.MsgID()
 	}
 	m.Topic = newTopic
 	m.QueueID = queueID

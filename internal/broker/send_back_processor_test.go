@@ -51,7 +51,7 @@ func TestConsumerSendMsgBack(t *testing.T) {
 	recs := e.readQueue("SCHEDULE_TOPIC_XXXX", 2)
 	p := recs[0].Properties
 	if p[message.PropertyRealTopic] != "%RETRY%sbg" || p[message.PropertyRetryTopic] != "SB" ||
-		p[message.PropertyOriginMessageID] != "ORIG" || recs[0].ReconsumeTimes != 1 || string(recs[0].Body) != "payload" {
+		p[message.PropertyOriginMessageID] != resp.ExtFields["msgId"] || recs[0].ReconsumeTimes != 1 || string(recs[0].Body) != "payload" {
 		t.Fatalf("retry record: reconsume %d props %v", recs[0].ReconsumeTimes, p)
 	}
 	// delayLevel < 0: straight to the DLQ.
@@ -81,7 +81,7 @@ func TestSendToRetryTopicOverMaxGoesToDLQ(t *testing.T) {
 }
 
 func TestDelayedMessageDelivered(t *testing.T) {
-	e := startBroker(t, func(_ *Config, s *store.Config) { s.MessageDelayLevel = "1s" })
+	e := startBroker(t, func(c *Config, s *store.Config) { s.MessageDelayLevel = "1s"; c.TimerWheelEnable = false })
 	e.createTopic("DL", 2)
 	resp := e.invoke(sendV1("DL", 1, map[string]string{"DELAY": "4", "TAGS": "t"}, []byte("soon")))
 	if resp.Code != remoting.Success {

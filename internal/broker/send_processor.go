@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -99,6 +100,7 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 	if props == nil {
 		props = map[string]string{}
 	}
+	stripMarkers(props)
 	m := &message.Inner{
 		Topic:          h.topic,
 		QueueID:        t.queueID,
@@ -132,9 +134,10 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 				fmt.Sprintf("the broker[%s] sending transaction message is forbidden", b.addr))
 		}
 		toHalfMessage(m)
-	} else if !b.applyDelay(m) && hasTimerProperty(props) {
-		return response(req, remoting.SystemError,
-			"accurate timer message is not enabled: TIMER_DELIVER_MS, TIMER_DELAY_SEC and TIMER_DELAY_MS are not built in Spool; use a delay level (DELAY)")
+	} else if !b.applyDelay(m) {
+		if code, remark, refused := b.timerRefusal(props); refused {
+			return response(req, code, remark)
+		}
 	}
 	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
 		return resp
@@ -146,10 +149,13 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 	}
 	uniq := props[message.PropertyUniqClientMessageIDKeyIdx]
 	reportQueue := t.queueID
-	b.store.PutMessage(m, func(r store.PutResult) {
+	err := b.putMessage(m, func(r store.PutResult) {
 		b.stats.countPut(m.Topic, r)
 		b.replyLater(c, req, b.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
 	})
+	if err != nil {
+		return response(req, timer.ResponseCode(err), err.Error())
+	}
 	return nil
 }
 
@@ -284,6 +290,9 @@ func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarg
 // msgId/queueId/queueOffset/transactionId/MSG_REGION/TRACE_ON ext fields.
 func (b *Broker) sendResponse(req *remoting.Command, r store.PutResult, queueID int32, uniq string, offsets []int64) *remoting.Command {
 	code, remark := putStatusCode(r)
+	if r.Status == store.OSPageCacheBusy {
+		b.flow.pcSynchronized.Add(1)
+	}
 	resp := response(req, code, remark)
 	switch code {
 	case remoting.Success, remoting.FlushDiskTimeout, remoting.FlushSlaveTimeout, remoting.SlaveNotAvailable:

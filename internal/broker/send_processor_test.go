@@ -125,7 +125,7 @@ func TestSendValidation(t *testing.T) {
 		{"properties too long", sendV1("T3", 0, longProps, []byte("x")), remoting.MessageIllegal, "properties"},
 		{"missing topic", missing, remoting.InvalidParameter, "missing ext field topic"},
 		{"bad number", badNum, remoting.InvalidParameter, `queueId="one"`},
-		{"timer", sendV1("T3", 0, map[string]string{"TIMER_DELAY_SEC": "3"}, []byte("x")), remoting.SystemError, "timer"},
+		{"timer out of range", sendV1("T3", 0, map[string]string{"TIMER_DELAY_SEC": "400000"}, []byte("x")), remoting.MessageIllegal, "max delay"},
 	}
 	for _, c := range cases {
 		resp := e.invoke(c.req)

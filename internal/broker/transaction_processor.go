@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -22,6 +23,7 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	tranOffset := r.i64("tranStateTableOffset", true, 0)
 	clOffset := r.i64("commitLogOffset", true, 0)
 	state := r.i32("commitOrRollback", true, 0)
+	fromCheck := r.str("fromTransactionCheck", false) == "true"
 	if r.err != nil {
 		return badHeader(req, r.err)
 	}
@@ -31,6 +33,17 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	case message.TransactionCommitType, message.TransactionRollbackType:
 	default:
 		return response(req, remoting.InvalidParameter, fmt.Sprintf("commitOrRollback %d is not 0, 8 or 12", state))
+	}
+	if state == message.TransactionRollbackType {
+		// A rollback of an indexed half needs no read: the index knows
+		// its group and offsets.
+		if h, ok := b.txCheck.idx.get(tranOffset); ok && h.phy == clOffset && h.group == group &&
+			(fromCheck || h.immunityMs == 0) {
+			b.putTransactionOp(tranOffset, func(code int32, remark string) {
+				b.replyLater(c, req, response(req, code, remark))
+			})
+			return nil
+		}
 	}
 	rec, err := b.store.LookMessageByOffset(clOffset)
 	if err != nil {
@@ -49,6 +62,10 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 		return response(req, remoting.SystemError, "The transaction state table offset wrong")
 	case ext.PhysicalOffset != clOffset:
 		return response(req, remoting.SystemError, "The commit log offset wrong")
+	}
+	if ms := immunityMillis(ext.Properties); ms > 0 && !fromCheck && nowMillis()-ext.BornTimestamp > ms {
+		return response(req, remoting.IllegalOperation, fmt.Sprintf(
+			"the half message is older than its CHECK_IMMUNITY_TIME_IN_SECONDS (%d s); only an answer to a check may end it", ms/1000))
 	}
 	if state == message.TransactionRollbackType {
 		b.putTransactionOp(ext.QueueOffset, func(code int32, remark string) {
@@ -72,7 +89,10 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	m.TagsCode = message.TagsHashCode(p[message.PropertyTags])
 	b.applyDelay(m)
 	m.PropertiesString = message.EncodeProperties(p)
-	b.store.PutMessage(m, func(pr store.PutResult) {
+	// Through the send path's put, so a committed timer message goes to
+	// the timing wheel; if the wheel refuses it the half stays pending, as
+	// in RocketMQ.
+	err = b.putMessage(m, func(pr store.PutResult) {
 		b.stats.countPut(m.Topic, pr)
 		code, remark := putStatusCode(pr)
 		if code != remoting.Success && code != remoting.FlushDiskTimeout {
@@ -83,13 +103,28 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 			b.replyLater(c, req, response(req, code, remark))
 		})
 	})
+	if err != nil {
+		return response(req, timer.ResponseCode(err), err.Error())
+	}
 	return nil
 }
 
 // putTransactionOp records that the half message at halfOffset is
-// resolved, then calls done with the answer's code.
+// resolved, drops it from the index, then calls done with the answer's
+// code.
 func (b *Broker) putTransactionOp(halfOffset int64, done func(code int32, remark string)) {
-	props := map[string]string{message.PropertyTags: "d"}
+	b.putTransactionOpTag(halfOffset, transOpDone, func(code int32, remark string) {
+		if code == remoting.Success {
+			b.txCheck.idx.resolve(halfOffset)
+		}
+		done(code, remark)
+	})
+}
+
+// putTransactionOpTag appends an op record (tag transOpDone or
+// transOpCheck, body = half queue offset) and calls done with the code.
+func (b *Broker) putTransactionOpTag(halfOffset int64, tag string, done func(code int32, remark string)) {
+	props := map[string]string{message.PropertyTags: tag}
 	m := &message.Inner{
 		Topic:            topicTransOpHalf,
 		QueueID:          0,
@@ -99,7 +134,7 @@ func (b *Broker) putTransactionOp(halfOffset int64, done func(code int32, remark
 		BornTimestamp:    nowMillis(),
 		BornHost:         b.storeHost,
 		StoreHost:        b.storeHost,
-		TagsCode:         message.TagsHashCode("d"),
+		TagsCode:         message.TagsHashCode(tag),
 	}
 	b.store.PutMessage(m, func(r store.PutResult) {
 		code, remark := putStatusCode(r)

@@ -64,16 +64,18 @@ type CommitLog struct {
 	spilling     atomic.Pointer[MappedFile]
 	writeFailed  atomic.Bool
 
-	alloc   *allocator
-	flusher *flusher
-	kickCh  chan struct{} // wakes the dispatcher
-	bufPool sync.Pool
-	epoch   time.Time
+	alloc     *allocator
+	flusher   *flusher
+	pool      *transientPool // transientStorePoolEnable
+	committer *committer
+	kickCh    chan struct{} // wakes the dispatcher
+	bufPool   sync.Pool
+	epoch     time.Time
 }
 
 func newCommitLog(st *DefaultMessageStore) *CommitLog {
 	cfg := &st.cfg
-	mmapped := !cfg.WriteWithoutMmap
+	mmapped := !cfg.WriteWithoutMmap && !cfg.transient()
 	c := &CommitLog{
 		st:           st,
 		cfg:          cfg,
@@ -88,6 +90,9 @@ func newCommitLog(st *DefaultMessageStore) *CommitLog {
 	c.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	c.alloc = newAllocator(c)
 	c.flusher = newFlusher(c)
+	if cfg.transient() {
+		c.committer = &committer{c: c, kickCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
+	}
 	return c
 }
 
@@ -153,6 +158,12 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 		return appendOutcome{status: OSPageCacheBusy, remark: c.spillFullRemark(mf)}
 	}
 	if mf == nil || mf.size-mf.wrote.Load() < total+blankSize {
+		if c.pool != nil && c.pool.available() == 0 {
+			c.lockBeginNs.Store(0)
+			c.lock.Unlock()
+			c.st.stats.poolExhausted.Add(1)
+			return appendOutcome{status: OSPageCacheBusy, remark: c.pool.exhaustedRemark()}
+		}
 		if mf != nil && mf.spill != nil {
 			// The spill covers one file; the next roll waits for it.
 			c.lockBeginNs.Store(0)
@@ -208,6 +219,9 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 		copy(mf.spill[pos:], buf)
 		c.publishLocked(mf, pos+total)
 		c.st.stats.spillWrites.Add(int64(len(sizes)))
+	} else if mf.wbuf != nil && total <= inlineCopyMax {
+		copy(mf.wbuf[pos:], buf)
+		c.publishLocked(mf, pos+total)
 	} else if mf.data != nil && total <= inlineCopyMax {
 		copy(mf.data[pos:], buf)
 		c.publishLocked(mf, pos+total)
@@ -319,7 +333,10 @@ func (c *CommitLog) rollLocked() (*MappedFile, *pendingWrite, int64, error) {
 		nextFrom = old.from + old.size
 		if pos < old.size {
 			old.wrote.Store(old.size)
-			if old.data != nil {
+			if old.wbuf != nil {
+				copy(old.wbuf[pos:], blankRecord(old.size-pos))
+				c.publishLocked(old, old.size)
+			} else if old.data != nil {
 				copy(old.data[pos:], blankRecord(old.size-pos))
 				c.publishLocked(old, old.size)
 			} else {
@@ -348,6 +365,9 @@ func (c *CommitLog) rollLocked() (*MappedFile, *pendingWrite, int64, error) {
 			next = newSpillFile(c.mfq.dir, nextFrom, c.cfg.MappedFileSizeCommitLog, c.cfg.WriteSpillSize)
 			c.spilling.Store(next)
 		}
+	}
+	if c.pool != nil && next.spill == nil {
+		next.wbuf = c.pool.get() // checked available before the roll
 	}
 	if err := c.mfq.appendFile(next); err != nil {
 		next.destroy(true, 0, 0)
@@ -390,6 +410,11 @@ func (c *CommitLog) complete(w *pendingWrite, err error) {
 }
 
 func (c *CommitLog) advance(mf *MappedFile, end int64) {
+	if mf.wbuf != nil {
+		mf.filled.Store(end) // readable once the committer wrote it
+		return
+	}
+	mf.filled.Store(end)
 	mf.committed.Store(end)
 	c.visible.Store(mf.from + end)
 }

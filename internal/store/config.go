@@ -176,6 +176,12 @@ func DefaultConfig() Config {
 	}
 }
 
+// transient reports whether the transient store pool is in effect: as in
+// RocketMQ, only with ASYNC_FLUSH on a master.
+func (c *Config) transient() bool {
+	return c.TransientStorePoolEnable && c.FlushDiskType == AsyncFlush && (c.BrokerRole == "" || c.BrokerRole == AsyncMaster)
+}
+
 // commitLogDir is where CommitLog files live.
 func (c *Config) commitLogDir() string {
 	if c.StorePathCommitLog != "" {

@@ -23,7 +23,12 @@ func crash(st *DefaultMessageStore) {
 	c.lock.Lock()
 	c.lock.Unlock()
 	close(st.bgStop)
+	st.statsStop()
 	st.bgWG.Wait()
+	if st.index != nil {
+		close(st.index.stopCh)
+		st.index.wg.Wait()
+	}
 	close(c.alloc.stopCh)
 	c.alloc.wg.Wait()
 	close(c.flusher.stopCh)

@@ -302,3 +302,33 @@ func (mf *MappedFile) acquireAndRead(t *testing.T, phy int64) ([]byte, error) {
 	b := make([]byte, 64)
 	return b, mf.readAt(b, phy-mf.from)
 }
+
+func TestTransientPoolExhaustedAnswersBusy(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.TransientStorePoolEnable = true
+	cfg.TransientStorePoolSize = 1
+	cfg.CommitIntervalCommitLog = 1 << 30 // the committer never runs on its own
+	cfg.CommitCommitLogThoroughInterval = 1 << 30
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	var busy PutResult
+	for i := 0; i < 2000; i++ {
+		r := putSync(t, st, testMsg("TP", 0, strings.Repeat("t", 300), ""))
+		if r.Status != PutOK {
+			busy = r
+			break
+		}
+	}
+	if busy.Status != OSPageCacheBusy || !strings.Contains(busy.Remark, "transient store pool exhausted") {
+		t.Fatalf("exhausted pool: %v %q", busy.Status, busy.Remark)
+	}
+	if st.MaxPhyOffset() != 0 {
+		t.Fatalf("uncommitted bytes readable: max %d", st.MaxPhyOffset())
+	}
+	// Once the committer writes the full file out, its buffer returns.
+	st.commitLog.committer.commit(true)
+	mustPut(t, st, testMsg("TP", 0, "after commit", ""))
+	if st.Stats().PoolExhausted == 0 {
+		t.Fatal("counter")
+	}
+}

@@ -40,6 +40,10 @@ type MappedFile struct {
 	// spill, when set, is the in-memory stand-in for a file the allocator
 	// has not delivered yet: f and data are nil, writes and reads go here.
 	spill []byte
+	// wbuf, when set, is the transient-pool write buffer: writes land here
+	// (filled) and the committer moves them into the file (committed).
+	wbuf   []byte
+	filled atomic.Int64
 
 	wrote     atomic.Int64
 	committed atomic.Int64
@@ -186,6 +190,7 @@ func (mf *MappedFile) Flushed() int64   { return mf.flushed.Load() }
 
 // setPositions sets all three positions (recovery, truncation).
 func (mf *MappedFile) setPositions(pos int64) {
+	mf.filled.Store(pos)
 	mf.wrote.Store(pos)
 	mf.committed.Store(pos)
 	mf.flushed.Store(pos)
@@ -269,6 +274,10 @@ func (mf *MappedFile) close() error {
 func (mf *MappedFile) writeAt(b []byte, pos int64) error {
 	if mf.spill != nil {
 		copy(mf.spill[pos:], b)
+		return nil
+	}
+	if mf.wbuf != nil {
+		copy(mf.wbuf[pos:], b)
 		return nil
 	}
 	if mf.data != nil {

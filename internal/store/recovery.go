@@ -82,6 +82,18 @@ func (st *DefaultMessageStore) recover() error {
 		c.cur = mf
 		c.alloc.setNext(mf.size)
 	}
+	if c.committer != nil {
+		c.pool = newTransientPool(st, st.cfg.TransientStorePoolSize, st.cfg.MappedFileSizeCommitLog)
+		c.committer.where = end
+		if c.cur != nil {
+			// The current file continues in a buffer: copy its data in.
+			b := c.pool.get()
+			if _, err := c.cur.f.ReadAt(b[:c.cur.wrote.Load()], 0); err != nil {
+				return fmt.Errorf("store: read %s into the write buffer: %w", c.cur.path, err)
+			}
+			c.cur.wbuf = b
+		}
+	}
 	// Re-dispatch what the queues may miss.
 	from := end
 	if haveCP || abnormal {

@@ -22,6 +22,7 @@ type storeStats struct {
 	spillWrites       atomic.Int64
 	spills            atomic.Int64
 	spillFull         atomic.Int64
+	poolExhausted     atomic.Int64
 	allocFailures     atomic.Int64
 	filesCreated      atomic.Int64
 	flushes           atomic.Int64
@@ -56,6 +57,7 @@ type Stats struct {
 	Spills            int64 // rolls that found no ready file and continued into the in-memory spill
 	SpillWrites       int64 // records written to the in-memory spill
 	SpillFull         int64 // puts refused because the spill was full
+	PoolExhausted     int64 // puts refused because every transient-pool buffer was in use
 	AllocFailures     int64
 	FilesCreated      int64
 	ReadyFiles        int // CommitLog files allocated ahead right now

@@ -94,6 +94,9 @@ func Open(cfg Config, fs vfs.FS, logger *slog.Logger) (*DefaultMessageStore, err
 	st.stats.rt = stats.NewStoreStats(fs.Now())
 	st.commitLog = newCommitLog(st)
 	st.disp = newDispatcher(st)
+	if cfg.TransientStorePoolEnable && !cfg.transient() {
+		logger.Warn("store: transientStorePoolEnable has no effect with SYNC_FLUSH or on a slave (as in RocketMQ)")
+	}
 	return st, nil
 }
 
@@ -109,8 +112,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: flushDiskType=%q (want ASYNC_FLUSH or SYNC_FLUSH)", ErrConfig, c.FlushDiskType)
 	case c.BrokerRole != "" && c.BrokerRole != AsyncMaster:
 		return fmt.Errorf("%w: brokerRole=%s is not built (only ASYNC_MASTER): %w", ErrConfig, c.BrokerRole, ErrNotBuilt)
-	case c.TransientStorePoolEnable:
-		return fmt.Errorf("%w: transientStorePoolEnable=true: %w", ErrConfig, ErrNotBuilt)
+	case c.transient() && c.TransientStorePoolSize < 1:
+		return fmt.Errorf("%w: transientStorePoolSize=%d", ErrConfig, c.TransientStorePoolSize)
 	case c.FileAllocation != AllocZeros && c.FileAllocation != AllocFallocate && c.FileAllocation != AllocZeroRange:
 		return fmt.Errorf("%w: fileAllocation=%q (want zeros, fallocate or zero-range)", ErrConfig, c.FileAllocation)
 	}
@@ -147,6 +150,9 @@ func (st *DefaultMessageStore) Start() error {
 	c := st.commitLog
 	c.alloc.start()
 	c.flusher.start()
+	if c.committer != nil {
+		c.committer.start()
+	}
 	st.disp.start()
 	if st.index != nil {
 		st.index.start()
@@ -161,10 +167,8 @@ func (st *DefaultMessageStore) Start() error {
 	st.bgWG.Add(2)
 	go st.backgroundLoop()
 	go st.cleanLoop()
-	if cur := c.cur; cur != nil && cur.wrote.Load() >= cur.size/2 {
-		c.halfKicked = true
-		c.alloc.kick()
-	}
+	// Files are allocated ahead from the start.
+	c.alloc.kick()
 	c.alloc.kickPrefault()
 	return nil
 }
@@ -187,6 +191,9 @@ func (st *DefaultMessageStore) Shutdown() error {
 	st.statsStop()
 	st.bgWG.Wait()
 	c.alloc.stop()
+	if c.committer != nil {
+		c.committer.stop()
+	}
 	c.flusher.stop()
 	st.disp.stop()
 	if st.index != nil {
@@ -220,6 +227,9 @@ func (st *DefaultMessageStore) Shutdown() error {
 func (st *DefaultMessageStore) closeFiles() error {
 	var errs []error
 	errs = append(errs, st.commitLog.mfq.close())
+	if st.commitLog.pool != nil {
+		st.commitLog.pool.release()
+	}
 	st.cqMu.Lock()
 	for _, cq := range st.cqs {
 		errs = append(errs, cq.close())
@@ -614,7 +624,7 @@ func (st *DefaultMessageStore) Stats() Stats {
 		FileCreate: s.fileCreate.Snapshot(), Dispatch: s.dispatch.Snapshot(), IndexLag: s.indexLag.Snapshot(),
 		PutTPS: s.rt.PutTPS(), PageCacheRT: s.rt.PageCacheRT.Cumulative(),
 		Puts: s.puts.Load(), PutBytes: s.putBytes.Load(), PutFailures: s.putFailures.Load(),
-		PutWaitedOnCreate: s.putWaitedOnCreate.Load(), Spills: s.spills.Load(), SpillWrites: s.spillWrites.Load(), SpillFull: s.spillFull.Load(),
+		PutWaitedOnCreate: s.putWaitedOnCreate.Load(), Spills: s.spills.Load(), SpillWrites: s.spillWrites.Load(), SpillFull: s.spillFull.Load(), PoolExhausted: s.poolExhausted.Load(),
 		AllocFailures: s.allocFailures.Load(), FilesCreated: s.filesCreated.Load(), ReadyFiles: st.commitLog.alloc.readyCount(),
 		Flushes: s.flushes.Load(), FlushTimeouts: s.flushTimeouts.Load(), SyncErrors: s.syncErrors.Load(),
 		SyncUnderPutLock: s.syncUnderLock.Load(), SkippedCorrupt: s.skippedCorrupt.Load(), SkippedBytes: s.skippedBytes.Load(),

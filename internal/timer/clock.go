@@ -6,12 +6,11 @@ import "time"
 // the service with a fake one.
 type Clock interface {
 	Now() time.Time
-	// After returns a channel that receives once the clock has advanced by
-	// at least d.
-	After(d time.Duration) <-chan time.Time
+	// Alarm returns a channel that receives once Now() has reached at.
+	Alarm(at time.Time) <-chan time.Time
 }
 
 type systemClock struct{}
 
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (systemClock) Now() time.Time                      { return time.Now() }
+func (systemClock) Alarm(at time.Time) <-chan time.Time { return time.After(time.Until(at)) }

@@ -36,6 +36,9 @@ const (
 	retryDelayMs  = 1000
 	flushWaitPoll = 10 * time.Millisecond
 	flushWaitMax  = 5 * time.Second
+	// closeFlushWait bounds the last checkpoint's wait for the CommitLog
+	// flush; without it recovery starts from the previous checkpoint.
+	closeFlushWait = time.Second
 )
 
 var timerProps = [...]string{message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS}
@@ -365,7 +368,7 @@ func (s *Service) Prepare(msg *message.Inner) (bool, error) {
 	}
 	if n, limit, reject := s.isReject(due); reject {
 		s.c.rejectedFlow.Add(1)
-		return false, fmt.Errorf("%w: the second of %d holds %d timers; max num limit is %d, and above %d new timers are refused at random (timerCongestNumEachSlot=%d)",
+		return false, fmt.Errorf("%w: the second of the delivery time %d already holds %d timers; max num limit is %d, and above %d new timers are refused at random (timerCongestNumEachSlot=%d)",
 			ErrFlowControl, due, n, 2*limit, limit, limit)
 	}
 	p[message.PropertyTimerOutMS] = strconv.FormatInt(due, 10)
@@ -784,7 +787,7 @@ func (s *Service) runDelivery() {
 		}
 		var timer <-chan time.Time
 		if next >= 0 && (inflight < window) {
-			timer = s.clock.After(time.Duration(next-now) * time.Millisecond)
+			timer = s.clock.Alarm(time.UnixMilli(next))
 		}
 		select {
 		case <-s.quit:
@@ -958,7 +961,10 @@ func (s *Service) runCheckpoints() {
 // consistent image of the wheel, once the CommitLog is flushed past every
 // delivery and timer record the image counts as done. A failed sync stops
 // all later checkpoints (recovery then starts from the last good one).
-func (s *Service) Checkpoint() error {
+func (s *Service) Checkpoint() error { return s.checkpoint(flushWaitMax) }
+
+// checkpoint waits at most wait for the CommitLog flush.
+func (s *Service) checkpoint(wait time.Duration) error {
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
 	if p := s.ckErr.Load(); p != nil {
@@ -993,7 +999,7 @@ func (s *Service) Checkpoint() error {
 	if err := s.log.sync(); err != nil {
 		return fail(err)
 	}
-	if !s.waitFlushed(need) {
+	if !s.waitFlushed(need, wait) {
 		return nil // try again next time; nothing is lost by waiting
 	}
 	if err := saveWheelImage(s.fs, s.wheelPath, img.encode()); err != nil {
@@ -1017,10 +1023,10 @@ func (s *Service) Checkpoint() error {
 	return nil
 }
 
-// waitFlushed waits (real time) until the CommitLog is flushed to at least
-// off.
-func (s *Service) waitFlushed(off int64) bool {
-	deadline := time.Now().Add(flushWaitMax)
+// waitFlushed waits (real time, at most wait) until the CommitLog is
+// flushed to at least off.
+func (s *Service) waitFlushed(off int64, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
 	for {
 		st := s.st.Stats()
 		if st.CommitLogFlushed >= off || st.CommitLogMax < off {
@@ -1042,7 +1048,7 @@ func (s *Service) Close() error {
 		}
 		close(s.quit)
 		s.wg.Wait()
-		err = s.Checkpoint()
+		err = s.checkpoint(closeFlushWait)
 		err = errors.Join(err, s.log.close())
 	})
 	return err

@@ -72,6 +72,8 @@ type connConfig struct {
 	idle        time.Duration
 	maxInflight int64
 	heldTimeout time.Duration
+	// budget is the server's queued-body budget (nil on client conns).
+	budget *bodyBudget
 	// noDirectWrites sends every response through the writer goroutine
 	// (benchmarks compare both).
 	noDirectWrites bool
@@ -107,6 +109,10 @@ type Conn struct {
 	// connection are already buffered, so the request should not run
 	// inline and hold them up.
 	pipelined bool
+	// arrived is set by the reader before dispatch when it read the request
+	// after a body-budget pause: the pause's start, so the pause counts as
+	// queue wait. Zero otherwise.
+	arrived time.Time
 
 	opaque  atomic.Int32
 	pmu     sync.Mutex
@@ -258,6 +264,14 @@ func (c *Conn) readLoop() {
 			if !c.waitRoom() {
 				return
 			}
+		}
+		c.arrived = time.Time{}
+		if c.cfg.budget.over() {
+			since := time.Now()
+			if !c.cfg.budget.wait(c.closed) {
+				return
+			}
+			c.arrived = since
 		}
 		if c.cfg.idle > 0 {
 			if now := time.Now(); now.Sub(lastDeadline) >= step {

@@ -29,6 +29,18 @@
 // their responses through the writer, which batches them. A peer that sends
 // without reading stops being read once its write queue is full.
 //
+// # Admission
+//
+// Before a request reaches its executor it must pass, in order: the
+// connection's in-flight cap (SYSTEM_BUSY "[REJECTREQUEST]... limit: N"),
+// the executor's Reject hook (the owner's remark, e.g. a busy page cache),
+// and the executor's queue bound ("[OVERLOAD]"). A queued request that
+// waited longer than MaxQueueWait is answered "[TIMEOUT_CLEAN_QUEUE]"; the
+// owner may answer a whole queue at once with Executor.Drain. The server's
+// MaxQueuedBodyBytes counts the bodies of queued requests: while it is
+// reached, readers stop before their next frame, and the pause counts as
+// that request's queue wait.
+//
 // # Ownership
 //
 // A command handed to Reply, Invoke, InvokeAsync or InvokeOneway belongs to

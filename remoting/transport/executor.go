@@ -19,8 +19,15 @@ type ExecutorConfig struct {
 	// 10000, RocketMQ's sendThreadPoolQueueCapacity).
 	QueueCapacity int
 	// MaxQueueWait answers a request that waited longer with SYSTEM_BUSY
-	// [TIMEOUT_CLEAN_QUEUE] without running it; 0 = no limit.
+	// [TIMEOUT_CLEAN_QUEUE] without running it; 0 = no limit. The wait
+	// includes the time the connection's reader was paused by the server's
+	// body budget before it read the request.
 	MaxQueueWait time.Duration
+	// Reject, when set, is asked before a request is run or queued; a
+	// non-empty remark answers the request SYSTEM_BUSY with that remark at
+	// once (RocketMQ's rejectRequest: [REJECTREQUEST]). It runs on the
+	// connection's reader and must be cheap.
+	Reject func(req *remoting.Command) string
 }
 
 // Executor is an admission bound for one kind of request: at most Workers
@@ -40,7 +47,10 @@ type Executor struct {
 	closed bool
 	timer  *time.Timer
 
+	budget *bodyBudget // the server's; nil for none
+
 	inline, queued, overload, timedOut atomic.Uint64
+	rejected, drained                  atomic.Uint64
 	wg                                 sync.WaitGroup
 }
 
@@ -50,6 +60,8 @@ type ExecutorStats struct {
 	Queued   uint64 // requests queued for a worker
 	Overload uint64 // requests refused because the queue was full
 	TimedOut uint64 // requests answered [TIMEOUT_CLEAN_QUEUE]
+	Rejected uint64 // requests refused by ExecutorConfig.Reject
+	Drained  uint64 // queued requests answered by Drain
 }
 
 // task is a queued request.
@@ -60,14 +72,14 @@ type task struct {
 	enq time.Time
 }
 
-func newExecutor(cfg ExecutorConfig) *Executor {
+func newExecutor(cfg ExecutorConfig, budget *bodyBudget) *Executor {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
 	}
 	if cfg.QueueCapacity <= 0 {
 		cfg.QueueCapacity = 10000
 	}
-	e := &Executor{cfg: cfg}
+	e := &Executor{cfg: cfg, budget: budget}
 	e.cond.L = &e.mu
 	if cfg.MaxQueueWait > 0 {
 		e.timer = time.AfterFunc(time.Hour, e.cleanExpired)
@@ -104,11 +116,29 @@ func (e *Executor) HeadWait() time.Duration {
 // Stats returns the executor's counters.
 func (e *Executor) Stats() ExecutorStats {
 	return ExecutorStats{Inline: e.inline.Load(), Queued: e.queued.Load(),
-		Overload: e.overload.Load(), TimedOut: e.timedOut.Load()}
+		Overload: e.overload.Load(), TimedOut: e.timedOut.Load(), Rejected: e.rejected.Load(), Drained: e.drained.Load()}
 }
 
 // submit runs, queues or refuses a request that holds an in-flight slot.
 func (e *Executor) submit(c *Conn, req *remoting.Command, h Handler) {
+	if e.cfg.Reject != nil {
+		if remark := e.cfg.Reject(req); remark != "" {
+			e.rejected.Add(1)
+			c.reject(req, remoting.SystemBusy, remark, true)
+			return
+		}
+	}
+	// A request read after a body-budget pause arrived when the pause
+	// began: the pause is queue wait.
+	now := time.Now()
+	enq := now
+	if !c.arrived.IsZero() {
+		enq = c.arrived
+		if wait := now.Sub(enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
+			e.rejectTimeout(task{c: c, req: req}, wait, e.QueueLen(), true)
+			return
+		}
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -133,7 +163,8 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h Handler) {
 			n, e.cfg.QueueCapacity), true)
 		return
 	}
-	e.q.push(task{c: c, req: req, h: h, enq: time.Now()})
+	e.q.push(task{c: c, req: req, h: h, enq: enq})
+	e.budget.add(len(req.Body))
 	if e.q.len() == 1 && e.timer != nil {
 		e.timer.Reset(e.cfg.MaxQueueWait + time.Millisecond)
 	}
@@ -167,8 +198,9 @@ func (e *Executor) worker() {
 		n := e.q.len()
 		e.busy++
 		e.mu.Unlock()
+		e.budget.release(len(t.req.Body))
 		if wait := time.Since(t.enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
-			e.rejectTimeout(t, wait, n)
+			e.rejectTimeout(t, wait, n, false)
 		} else {
 			t.c.run(t.h, t.req, false)
 		}
@@ -176,11 +208,32 @@ func (e *Executor) worker() {
 	}
 }
 
-func (e *Executor) rejectTimeout(t task, wait time.Duration, size int) {
+func (e *Executor) rejectTimeout(t task, wait time.Duration, size int, onReader bool) {
 	e.timedOut.Add(1)
 	t.c.reject(t.req, remoting.SystemBusy, fmt.Sprintf(
 		"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d, limit: %dms",
-		wait.Milliseconds(), size, e.cfg.MaxQueueWait.Milliseconds()), false)
+		wait.Milliseconds(), size, e.cfg.MaxQueueWait.Milliseconds()), onReader)
+}
+
+// Drain answers every queued request SYSTEM_BUSY at once, with the remark
+// remark makes from the request's wait and the number of requests still
+// queued behind it, and returns how many it answered. The broker drains
+// its send queue this way while the store's page cache is busy
+// ([PCBUSY_CLEAN_QUEUE]); requests already running are not touched.
+func (e *Executor) Drain(remark func(wait time.Duration, left int) string) int {
+	e.mu.Lock()
+	var tasks []task
+	for e.q.len() > 0 {
+		tasks = append(tasks, e.q.pop())
+	}
+	e.mu.Unlock()
+	now := time.Now()
+	for i, t := range tasks {
+		e.budget.release(len(t.req.Body))
+		e.drained.Add(1)
+		t.c.reject(t.req, remoting.SystemBusy, remark(now.Sub(t.enq), len(tasks)-i-1), false)
+	}
+	return len(tasks)
 }
 
 // cleanExpired answers every queued request that has waited longer than
@@ -191,7 +244,9 @@ func (e *Executor) cleanExpired() {
 	var expired []task
 	e.mu.Lock()
 	for e.q.len() > 0 && now.Sub(e.q.peek().enq) > e.cfg.MaxQueueWait {
-		expired = append(expired, e.q.pop())
+		t := e.q.pop()
+		e.budget.release(len(t.req.Body))
+		expired = append(expired, t)
 	}
 	size := e.q.len()
 	if size > 0 && !e.closed {
@@ -199,7 +254,7 @@ func (e *Executor) cleanExpired() {
 	}
 	e.mu.Unlock()
 	for _, t := range expired {
-		e.rejectTimeout(t, now.Sub(t.enq), size)
+		e.rejectTimeout(t, now.Sub(t.enq), size, false)
 	}
 }
 
@@ -208,7 +263,9 @@ func (e *Executor) cleanExpired() {
 func (e *Executor) close() {
 	e.mu.Lock()
 	e.closed = true
-	e.q = taskQueue{}
+	for e.q.len() > 0 {
+		e.budget.release(len(e.q.pop().req.Body))
+	}
 	if e.timer != nil {
 		e.timer.Stop()
 	}

@@ -29,6 +29,11 @@ type ServerConfig struct {
 	// connection is at its cap, older ones are released with a warning
 	// (default 60 s, above every client timeout; negative = never).
 	HeldTimeout time.Duration
+	// MaxQueuedBodyBytes bounds the bytes of request bodies waiting in
+	// this server's executor queues; while it is reached, connection
+	// readers pause before their next frame, and the pause counts as queue
+	// wait of the request read after it (0 = no bound).
+	MaxQueuedBodyBytes int64
 	// Logger receives connection events (default: discard).
 	Logger *slog.Logger
 
@@ -57,6 +62,7 @@ type Server struct {
 
 	rejectedInflight atomic.Uint64
 	draining         atomic.Bool
+	budget           *bodyBudget
 
 	mu        sync.Mutex
 	closed    bool
@@ -71,6 +77,12 @@ type Server struct {
 type ServerStats struct {
 	Conns            int    // open connections
 	RejectedInflight uint64 // requests answered SYSTEM_BUSY by the in-flight cap
+	// QueuedBodyBytes is the body bytes waiting in executor queues now.
+	QueuedBodyBytes int64
+	// BodyBudgetPauses counts reader pauses for MaxQueuedBodyBytes and
+	// BodyBudgetPaused is their total length.
+	BodyBudgetPauses uint64
+	BodyBudgetPaused time.Duration
 }
 
 // NewServer returns a server that is not yet listening.
@@ -96,7 +108,8 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger, conns: make(map[uint64]*Conn)}
+	s := &Server{cfg: cfg, logger: cfg.Logger, conns: make(map[uint64]*Conn),
+		budget: &bodyBudget{limit: max(cfg.MaxQueuedBodyBytes, 0)}}
 	s.routes.Store(&routeTable{m: map[int32]route{}, def: NotSupported})
 	return s
 }
@@ -110,7 +123,7 @@ func NotSupported(_ *Conn, req *remoting.Command) *remoting.Command {
 
 // NewExecutor creates an executor owned by the server (stopped by Close).
 func (s *Server) NewExecutor(cfg ExecutorConfig) *Executor {
-	e := newExecutor(cfg)
+	e := newExecutor(cfg, s.budget)
 	s.mu.Lock()
 	s.execs = append(s.execs, e)
 	s.mu.Unlock()
@@ -150,7 +163,9 @@ func (s *Server) Stats() ServerStats {
 	s.mu.Lock()
 	n := len(s.conns)
 	s.mu.Unlock()
-	return ServerStats{Conns: n, RejectedInflight: s.rejectedInflight.Load()}
+	return ServerStats{Conns: n, RejectedInflight: s.rejectedInflight.Load(),
+		QueuedBodyBytes: s.budget.used.Load(), BodyBudgetPauses: s.budget.pauses.Load(),
+		BodyBudgetPaused: time.Duration(s.budget.pausedNs.Load())}
 }
 
 // Listen listens on addr ("host:port", port 0 for any) and serves in the
@@ -201,6 +216,7 @@ func (s *Server) serve(nc net.Conn) {
 		idle:           s.cfg.IdleTimeout,
 		maxInflight:    int64(s.cfg.MaxInflightPerConn),
 		heldTimeout:    s.cfg.HeldTimeout,
+		budget:         s.budget,
 		noDirectWrites: s.cfg.noDirectWrites,
 		logger:         s.logger,
 		dispatch:       s.dispatch,

@@ -1,0 +1,225 @@
+package broker
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// fastFailureInterval is how often the send queue is checked against a busy
+// page cache (RocketMQ's BrokerFastFailure runs every 10 ms).
+const fastFailureInterval = 10 * time.Millisecond
+
+// maxColdHold bounds how long a pull over the cold-read budget is held
+// before it is answered (well under every client's pull timeout).
+const maxColdHold = time.Second
+
+// putLockAger is what a store exposes when it can tell how long its put
+// lock has been held (DefaultMessageStore.PutLockHeldFor).
+type putLockAger interface {
+	PutLockHeldFor() time.Duration
+}
+
+// transientPool is what a store exposes when it has a transient store
+// pool (RocketMQ's remainTransientStoreBufferNumbs).
+type transientPool interface {
+	RemainTransientStoreBufferNumbs() int
+}
+
+// flowControl is the broker's admission and fast-failure policy on top of
+// the transport's bounds (executor queues, per-connection in-flight cap,
+// queued-body budget):
+//
+//   - send admission ([REJECTREQUEST]): refused before queueing while the
+//     put lock has been held longer than osPageCacheBusyTimeOutMills or the
+//     transient store pool has no buffer left;
+//   - fast failure ([PCBUSY_CLEAN_QUEUE]): while the page cache is busy the
+//     send queue is answered at once instead of waiting behind the lock;
+//   - the cold-read budget: pulls of data outside the store's in-memory
+//     window share coldReadBytesPerSecond.
+//
+// It counts every busy answer it gives, by kind.
+type flowControl struct {
+	b       *Broker
+	lockAge func() time.Duration // nil: the store does not tell
+	pool    func() int           // nil: no transient store pool
+	cold    coldReadBudget
+
+	rejectPageCache atomic.Int64 // [REJECTREQUEST] put lock held too long
+	rejectPool      atomic.Int64 // [REJECTREQUEST] transient pool exhausted
+	pcSynchronized  atomic.Int64 // [PC_SYNCHRONIZED] answers to sends
+	pcBusyCleaned   atomic.Int64 // [PCBUSY_CLEAN_QUEUE] answers
+	coldHeld        atomic.Int64 // pulls held for the cold-read budget
+	coldRetried     atomic.Int64 // held pulls answered PULL_RETRY_IMMEDIATELY
+	coldLimited     atomic.Int64 // cold pulls served with a reduced byte limit
+	coldBytes       atomic.Int64 // bytes served by cold pulls
+}
+
+func newFlowControl(b *Broker) *flowControl {
+	f := &flowControl{b: b}
+	if a, ok := b.store.(putLockAger); ok {
+		f.lockAge = a.PutLockHeldFor
+	}
+	if p, ok := b.store.(transientPool); ok {
+		f.pool = p.RemainTransientStoreBufferNumbs
+	}
+	f.cold.now = time.Now
+	return f
+}
+
+// pageCacheBusy returns the put lock's current hold and whether it exceeds
+// osPageCacheBusyTimeOutMills (RocketMQ's isOSPageCacheBusy).
+func (f *flowControl) pageCacheBusy() (held, limit time.Duration, busy bool) {
+	limit = millis(f.b.storeCfg.OSPageCacheBusyTimeOutMills)
+	if f.lockAge == nil {
+		return 0, limit, false
+	}
+	held = f.lockAge()
+	return held, limit, held > limit
+}
+
+// remainTransientStoreBufferNumbs is RocketMQ's figure: the pool's free
+// buffers, or MaxInt32 when there is no pool.
+func (f *flowControl) remainTransientStoreBufferNumbs() int {
+	if f.pool == nil {
+		return math.MaxInt32
+	}
+	return f.pool()
+}
+
+// rejectSend is the send executor's admission check, run on the
+// connection's reader before the request is queued.
+func (f *flowControl) rejectSend(_ *remoting.Command) string {
+	if held, limit, busy := f.pageCacheBusy(); busy {
+		f.rejectPageCache.Add(1)
+		return fmt.Sprintf("[REJECTREQUEST]system busy, start flow control for a while, put lock held: %dms, limit osPageCacheBusyTimeOutMills: %dms",
+			held.Milliseconds(), limit.Milliseconds())
+	}
+	if f.pool != nil {
+		if left := f.pool(); left <= 0 {
+			f.rejectPool.Add(1)
+			return fmt.Sprintf("[REJECTREQUEST]system busy, start flow control for a while, transient store pool buffers left: %d, transientStorePoolSize: %d",
+				left, f.b.storeCfg.TransientStorePoolSize)
+		}
+	}
+	return ""
+}
+
+// cleanBusyQueue is one fast-failure pass: while the page cache is busy,
+// every queued send is answered [PCBUSY_CLEAN_QUEUE] at once.
+func (f *flowControl) cleanBusyQueue() int {
+	if !f.b.config().BrokerFastFailureEnable || f.b.sendEx == nil || f.b.sendEx.QueueLen() == 0 {
+		return 0
+	}
+	held, limit, busy := f.pageCacheBusy()
+	if !busy {
+		return 0
+	}
+	n := f.b.sendEx.Drain(func(wait time.Duration, left int) string {
+		return fmt.Sprintf("[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d, put lock held: %dms, limit osPageCacheBusyTimeOutMills: %dms",
+			wait.Milliseconds(), left, held.Milliseconds(), limit.Milliseconds())
+	})
+	f.pcBusyCleaned.Add(int64(n))
+	return n
+}
+
+// run is the fast-failure loop.
+func (f *flowControl) run() {
+	if f.lockAge == nil {
+		return
+	}
+	t := time.NewTicker(fastFailureInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.b.stop:
+			return
+		case <-t.C:
+			f.cleanBusyQueue()
+		}
+	}
+}
+
+// coldDecision is how a pull goes under the cold-read budget.
+type coldDecision struct {
+	maxBytes int32         // the byte limit to read with
+	checked  bool          // coldness was checked before the read
+	cold     bool          // checked and cold: charge what is read
+	wait     time.Duration // > 0: the budget is spent, hold the pull
+}
+
+// coldRead decides a pull's byte limit under the cold-read budget. A pull
+// is cold when its offset is below the queue's end and outside the store's
+// in-memory window (CheckInMemByConsumeOffset). While the bucket holds more
+// than a cold read can return (maxTransferBytesOnMessageInDisk) the check
+// is skipped and the read is charged afterwards if the store reports it
+// went behind memory; below that the pull is checked first and, when cold,
+// read with what the bucket holds, or held when it holds nothing.
+func (f *flowControl) coldRead(h *pullHeader) coldDecision {
+	d := coldDecision{maxBytes: h.maxMsgBytes}
+	rate := f.b.config().ColdReadBytesPerSecond
+	if rate <= 0 {
+		d.checked = true
+		return d
+	}
+	allow, wait := f.cold.take(rate)
+	if wait == 0 && allow >= int64(f.b.storeCfg.MaxTransferBytesOnMessageInDisk) {
+		return d
+	}
+	d.checked = true
+	st := f.b.store
+	if h.queueOffset >= st.MaxOffsetInQueue(h.topic, h.queueID) || st.CheckInMemByConsumeOffset(h.topic, h.queueID, h.queueOffset) {
+		return d
+	}
+	d.cold = true
+	if wait > 0 {
+		d.wait = min(wait, maxColdHold)
+		return d
+	}
+	if allow < int64(h.maxMsgBytes) {
+		f.coldLimited.Add(1)
+		d.maxBytes = int32(max(allow, 1))
+	}
+	return d
+}
+
+// afterColdRead charges the bytes a cold pull read.
+func (f *flowControl) afterColdRead(d coldDecision, res *store.GetResult) {
+	if d.cold || !d.checked && res.SuggestPullingFromSlave {
+		f.cold.charge(int64(res.BufferTotalSize))
+		f.coldBytes.Add(int64(res.BufferTotalSize))
+	}
+}
+
+// holdColdPull answers a pull over the cold-read budget after wait, from
+// a timer goroutine (no worker waits): the pull runs again then, without
+// permission to be held again (an empty PULL_RETRY_IMMEDIATELY answer if
+// the budget is still spent).
+func (b *Broker) holdColdPull(c *transport.Conn, req *remoting.Command, h *pullHeader, wait time.Duration) {
+	b.flow.coldHeld.Add(1)
+	time.AfterFunc(wait, func() {
+		select {
+		case <-c.Closed():
+			b.inflight.done()
+			return
+		default:
+		}
+		resp := b.withPullExt(h, b.processPull(c, req, h, false))
+		b.replyLater(c, req, resp)
+	})
+}
+
+// coldRetryResponse answers a re-run pull that still finds the budget
+// spent: no messages, same offset, come back at once (the client's next
+// pull is held again, which paces it).
+func (b *Broker) coldRetryResponse(req *remoting.Command, h *pullHeader) *remoting.Command {
+	b.flow.coldRetried.Add(1)
+	resp := response(req, remoting.PullRetryImmediately, fmt.Sprintf(
+		"cold-read budget spent, coldReadBytesPerSecond: %d", b.config().ColdReadBytesPerSecond))
+	return b.withPullExt(h, resp)
+}

@@ -1,0 +1,231 @@
+package timer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/message"
+)
+
+// memStore is an in-memory CommitLog with consume queues: the part of the
+// store the service uses, fast enough for a million timers.
+type memStore struct {
+	mu     sync.Mutex
+	log    []byte
+	queues map[string][]int64
+	cbs    []func(string, int32, int64)
+	now    func() int64
+	// fail, when set, may refuse a put (tests of retries).
+	fail func(m *message.Inner) *store.PutResult
+}
+
+func newMemStore(now func() int64) *memStore {
+	return &memStore{queues: map[string][]int64{}, now: now}
+}
+
+func qkey(topic string, qid int32) string { return topic + "/" + strconv.Itoa(int(qid)) }
+
+func (s *memStore) PutMessage(m *message.Inner, done func(store.PutResult)) {
+	if s.fail != nil {
+		if r := s.fail(m); r != nil {
+			done(*r)
+			return
+		}
+	}
+	rec := message.EncodeRecord(nil, m, "")
+	s.mu.Lock()
+	k := qkey(m.Topic, m.QueueID)
+	phy := int64(len(s.log))
+	qo := int64(len(s.queues[k]))
+	ts := s.now()
+	message.PatchRecord(rec, qo, phy, ts)
+	s.log = append(s.log, rec...)
+	s.queues[k] = append(s.queues[k], phy)
+	cbs := s.cbs
+	s.mu.Unlock()
+	for _, cb := range cbs {
+		cb(m.Topic, m.QueueID, qo+1)
+	}
+	done(store.PutResult{Status: store.PutOK, WroteOffset: phy, WroteBytes: int32(len(rec)), QueueOffset: qo, MsgNum: 1, StoreTimestamp: ts})
+}
+
+func (s *memStore) recordLocked(phy int64) []byte {
+	n := int64(binary.BigEndian.Uint32(s.log[phy:]))
+	return s.log[phy : phy+n]
+}
+
+func (s *memStore) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter store.MessageFilter) *store.GetResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[qkey(topic, queueID)]
+	r := &store.GetResult{MaxOffset: int64(len(q))}
+	switch {
+	case !ok:
+		r.Status = store.NoMatchedLogicQueue
+		return r
+	case len(q) == 0:
+		r.Status = store.NoMessageInQueue
+		return r
+	case offset < 0:
+		r.Status, r.NextBeginOffset = store.OffsetTooSmall, 0
+		return r
+	case offset == int64(len(q)):
+		r.Status, r.NextBeginOffset = store.OffsetOverflowOne, offset
+		return r
+	case offset > int64(len(q)):
+		r.Status, r.NextBeginOffset = store.OffsetOverflowBadly, int64(len(q))
+		return r
+	}
+	r.Status = store.Found
+	for o := offset; o < int64(len(q)) && int32(len(r.Buffers)) < maxMsgNums; o++ {
+		rec := append([]byte(nil), s.recordLocked(q[o])...)
+		r.Buffers = append(r.Buffers, rec)
+		r.QueueOffsets = append(r.QueueOffsets, o)
+		r.BufferTotalSize += len(rec)
+		r.NextBeginOffset = o + 1
+	}
+	return r
+}
+
+func (s *memStore) LookMessageByOffset(phy int64) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if phy < 0 || phy >= int64(len(s.log)) {
+		return nil, fmt.Errorf("%w: %d", store.ErrOffsetNotFound, phy)
+	}
+	return append([]byte(nil), s.recordLocked(phy)...), nil
+}
+
+func (s *memStore) OnDispatch(fn func(string, int32, int64)) {
+	s.mu.Lock()
+	s.cbs = append(append([]func(string, int32, int64){}, s.cbs...), fn)
+	s.mu.Unlock()
+}
+
+func (s *memStore) MinPhyOffset() int64 { return 0 }
+func (s *memStore) MaxPhyOffset() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.log))
+}
+func (s *memStore) Stats() store.Stats {
+	n := s.MaxPhyOffset()
+	return store.Stats{CommitLogMax: n, CommitLogFlushed: n}
+}
+
+// delivered lists the records of a topic's queue 0.
+func (s *memStore) records(topic string) []*message.Ext {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*message.Ext
+	for _, phy := range s.queues[qkey(topic, 0)] {
+		e, err := message.DecodeRecord(s.recordLocked(phy))
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// fakeClock is a manual clock: time moves only with Advance.
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []fakeWaiter
+}
+
+type fakeWaiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newFakeClock(start time.Time) *fakeClock { return &fakeClock{now: start} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Alarm(at time.Time) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if !at.After(c.now) {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, fakeWaiter{at, ch})
+	return ch
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(c.now) {
+			w.ch <- c.now
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	c.waiters = kept
+}
+
+// timerMsg builds a message for topic "T" with one timer property.
+func timerMsg(key, prop, value string) *message.Inner {
+	return &message.Inner{
+		Topic: "T", QueueID: 0, Body: []byte("body-" + key),
+		Properties: map[string]string{message.PropertyKeys: key, message.PropertyUniqClientMessageIDKeyIdx: key,
+			message.PropertyTags: "tg", prop: value},
+		BornTimestamp: 1700000000000,
+		BornHost:      message.Addr{IP: []byte{127, 0, 0, 1}, Port: 5000},
+		StoreHost:     message.Addr{IP: []byte{127, 0, 0, 1}, Port: 10911},
+	}
+}
+
+// scheduleSync schedules m and waits for the store's answer.
+func scheduleSync(t testing.TB, s *Service, m *message.Inner) store.PutResult {
+	t.Helper()
+	ch := make(chan store.PutResult, 1)
+	ok, err := s.Schedule(m, func(r store.PutResult) { ch <- r })
+	if err != nil || !ok {
+		t.Fatalf("Schedule: ok=%v err=%v", ok, err)
+	}
+	r := <-ch
+	if r.Status != store.PutOK {
+		t.Fatalf("Schedule put: %d %s", r.Status, r.Remark)
+	}
+	return r
+}
+
+// waitFor polls cond (yielding) until it holds; the wall-clock bound only
+// turns a hang into a failure.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,28 @@
+//go:build incidents
+
+package incidents
+
+import "time"
+
+var prof = profile{
+	timed: true,
+	reps:  3,
+
+	fsyncBaseline: 10 * time.Second,
+	fsyncWindow:   30 * time.Second,
+	syncWindow:    10 * time.Second,
+	fsyncRate:     4000,
+
+	allocBaseline: 5 * time.Second,
+	allocWindow:   8 * time.Second,
+	allocRate:     2000,
+
+	coldOldBytes: 2 << 30,
+	coldFileSize: 256 << 20,
+	coldCapacity: 3 * time.Second,
+	coldPhase:    10 * time.Second,
+
+	ladderStep: time.Second,
+	overload:   10 * time.Second,
+	recovery:   3 * time.Second,
+}
