@@ -109,7 +109,7 @@ type txProducer struct {
 	last    map[string]*remoting.Command // msgId -> latest check
 }
 
-func newTxProducer(t *testing.T, e *testEnv, group string) *txProducer {
+func newTxProducer(t testing.TB, e *testEnv, group string) *txProducer {
 	t.Helper()
 	p := &txProducer{last: make(map[string]*remoting.Command)}
 	p.cl = transport.NewClient(transport.ClientConfig{Handler: func(c *transport.Conn, req *remoting.Command) *remoting.Command {
@@ -136,7 +136,7 @@ func newTxProducer(t *testing.T, e *testEnv, group string) *txProducer {
 
 // putHalves stores n half messages of group through the send path's put
 // and waits for all of them; it returns their send results.
-func putHalves(t *testing.T, e *testEnv, group string, n int, born int64) []store.PutResult {
+func putHalves(t testing.TB, e *testEnv, group string, n int, born int64) []store.PutResult {
 	t.Helper()
 	out := make([]store.PutResult, n)
 	var wg sync.WaitGroup
