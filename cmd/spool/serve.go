@@ -102,10 +102,13 @@ func splitHostPort(s string) (string, int, error) {
 	return host, port, nil
 }
 
-func waitForSignal() os.Signal {
+// notifyStop starts catching SIGINT and SIGTERM. Call it before announcing
+// readiness, so that a signal sent right after `ready` shuts down cleanly
+// instead of killing the process.
+func notifyStop() <-chan os.Signal {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	return <-ch
+	return ch
 }
 
 func standaloneCmd() *cobra.Command {
@@ -115,6 +118,7 @@ func standaloneCmd() *cobra.Command {
 		Short: "run a name server and a broker in one process on one store",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()
+			stop := notifyStop()
 			props, err := loadProps(f)
 			if err != nil {
 				return err
@@ -163,7 +167,7 @@ func standaloneCmd() *cobra.Command {
 			}
 			logger.Info("spool standalone serving", "namesrv", f.namesrvListen, "broker", b.Addr(), "store", sc.StorePathRootDir)
 			fmt.Println("ready")
-			sig := waitForSignal()
+			sig := <-stop
 			logger.Info("shutting down", "signal", sig.String())
 			err = shutdownBroker(b, logger)
 			ns.Shutdown()
@@ -196,6 +200,7 @@ func namesrvCmd() *cobra.Command {
 		Short: "run a name server",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()
+			stop := notifyStop()
 			props, err := loadProps(&serveFlags{configFile: configFile, sets: sets})
 			if err != nil {
 				return err
@@ -222,7 +227,7 @@ func namesrvCmd() *cobra.Command {
 			}
 			logger.Info("name server serving", "addr", addr.String())
 			fmt.Println("ready")
-			waitForSignal()
+			<-stop
 			return ns.Shutdown()
 		},
 	}
@@ -239,6 +244,7 @@ func brokerCmd() *cobra.Command {
 		Short: "run a broker that registers with name servers",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()
+			stop := notifyStop()
 			props, err := loadProps(f)
 			if err != nil {
 				return err
@@ -262,7 +268,7 @@ func brokerCmd() *cobra.Command {
 			}
 			logger.Info("broker serving", "addr", b.Addr(), "namesrv", bc.NamesrvAddr)
 			fmt.Println("ready")
-			waitForSignal()
+			<-stop
 			return shutdownBroker(b, logger)
 		},
 	}

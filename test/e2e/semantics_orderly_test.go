@@ -23,7 +23,9 @@ type orderLog struct {
 	delay time.Duration
 }
 
-func newOrderLog(delay time.Duration) *orderLog { return &orderLog{seqs: map[string][]int{}, delay: delay} }
+func newOrderLog(delay time.Duration) *orderLog {
+	return &orderLog{seqs: map[string][]int{}, delay: delay}
+}
 
 func (o *orderLog) handler(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 	for _, m := range msgs {
@@ -120,6 +122,7 @@ func TestSemanticsOrderlyAcrossConsumerRestart(t *testing.T) {
 		return true
 	})
 	seen2 := second.snapshot()
+	t.Logf("first consumer saw %d messages, second %d (of %d)", first.count(), second.count(), keys*perKey)
 
 	for k := 0; k < keys; k++ {
 		key := fmt.Sprintf("key%d", k)

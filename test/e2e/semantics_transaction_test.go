@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,12 +125,21 @@ func TestSemanticsTransactionCheckSurvivesKill(t *testing.T) {
 
 	var restarted atomic.Bool
 	var checksBefore, checksAfter atomic.Int64
+	var mu sync.Mutex
+	var countsBefore, countsAfter []string // TRANSACTION_CHECK_TIMES of each check
 	l := &txListener{
 		exec: func(*primitive.Message) primitive.LocalTransactionState { return primitive.UnkonwnState },
 		check: func(m *primitive.MessageExt) primitive.LocalTransactionState {
 			if string(m.Body) != "pending" {
 				return primitive.RollbackMessageState
 			}
+			mu.Lock()
+			if !restarted.Load() {
+				countsBefore = append(countsBefore, m.GetProperty("TRANSACTION_CHECK_TIMES"))
+			} else {
+				countsAfter = append(countsAfter, m.GetProperty("TRANSACTION_CHECK_TIMES"))
+			}
+			mu.Unlock()
 			if !restarted.Load() {
 				checksBefore.Add(1)
 				return primitive.UnkonwnState
@@ -148,8 +158,12 @@ func TestSemanticsTransactionCheckSurvivesKill(t *testing.T) {
 	s.startConsumer(t, "cg-sem-tx-kill-a", topic, consumer.MessageSelector{}, before.handler, consumer.WithInstance(shared))
 	waitFor(t, 60*time.Second, "a first check-back", func() bool { return checksBefore.Load() > 0 })
 
+	if m := s.maxOffset(t, topic, 0); m != 0 {
+		t.Errorf("%s/0 holds %d messages while the transaction is unknown, want 0", topic, m)
+	}
 	s.kill()
 	restarted.Store(true)
+	deliveredBeforeKill := before.count("pending")
 	s.start()
 
 	log := newReceiptLog()
@@ -161,10 +175,20 @@ func TestSemanticsTransactionCheckSurvivesKill(t *testing.T) {
 		t.Fatal("delivered without a check after the restart")
 	}
 	if n := log.count("pending"); n != 1 {
-		t.Errorf("committed message delivered %d times, want once", n)
+		t.Errorf("committed message delivered %d times to the group started after the restart, want once", n)
 	}
-	if n := before.count("pending"); n != 0 {
-		t.Errorf("the unknown half was delivered %d times before the restart", n)
+	// The check count lives on disk: the first check after the restart
+	// continues the count instead of starting again.
+	mu.Lock()
+	last, first := countsBefore[len(countsBefore)-1], countsAfter[0]
+	mu.Unlock()
+	lastN, err1 := strconv.Atoi(last)
+	firstN, err2 := strconv.Atoi(first)
+	if err1 != nil || err2 != nil || firstN <= lastN {
+		t.Errorf("TRANSACTION_CHECK_TIMES %q in the last check before the kill, %q in the first after: want a growing count", last, first)
+	}
+	if deliveredBeforeKill != 0 {
+		t.Errorf("the unknown half was delivered %d times before the kill", deliveredBeforeKill)
 	}
 	if m := s.maxOffset(t, topic, 0); m != 1 {
 		t.Errorf("%s/0 holds %d messages after the commit, want 1", topic, m)
