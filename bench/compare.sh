@@ -266,9 +266,8 @@ spool_run() {
 		dok=$(jget ok <<<"$out")
 		secs=$(jget seconds <<<"$out")
 		if [ -n "$dok" ] && [ -n "$secs" ]; then
-			# The summary's seconds include the idle tail that ends the drain;
-			# take it out so the rate covers the time messages were flowing.
-			drate=$(awk -v n="$dok" -v s="$secs" -v i="$idle_exit" 'BEGIN{d=s-i; if (d<=0) d=s; printf "%.1f", n/d}')
+			# In drain mode the summary's seconds end at the last receipt.
+			drate=$(awk -v n="$dok" -v s="$secs" 'BEGIN{if (s<=0) s=1; printf "%.1f", n/s}')
 			record "$wl drain" spool "$run" "$drate" "$(awk -v r="$drate" -v s="$size" 'BEGIN{printf "%.1f", r*s/1e6}')" \
 				- - "$(gen_cpu "$tf")" "$(fsub "$c1" "$c0")" "$dok" "$(jget errors <<<"$out")"
 			say "  spool $wl drain: $dok of $ok msgs, $(printf '%.0f' "$drate") msg/s"

@@ -49,6 +49,9 @@ type meter struct {
 	firstErr        atomic.Value
 	start           time.Time
 	cpuStart        float64
+	// end, when set (unix ns), closes the measured interval instead of the
+	// time of the summary (drain mode ends at the last receipt).
+	end atomic.Int64
 }
 
 func newMeter() *meter { return &meter{start: time.Now(), cpuStart: cpuSeconds()} }
@@ -87,6 +90,9 @@ func (m *meter) progress(ctx context.Context, quiet bool) {
 
 func (m *meter) summary() benchSummary {
 	secs := time.Since(m.start).Seconds()
+	if e := m.end.Load(); e != 0 {
+		secs = time.Unix(0, e).Sub(m.start).Seconds()
+	}
 	h := m.hist.Snapshot()
 	s := benchSummary{
 		OK: m.ok.Load(), Errors: m.errs.Load(), Seconds: secs,
@@ -210,11 +216,15 @@ func benchProduceCmd() *cobra.Command {
 							case err != nil:
 								if ctx.Err() == nil {
 									m.failure(err)
+									// A broken connection or broker: back off
+									// instead of spinning on errors.
+									time.Sleep(100 * time.Millisecond)
 								}
 							case resp.Code == remoting.Success:
 								m.success(batch, batch*size, lat)
 							default:
 								m.failure(fmt.Errorf("code %d: %s", resp.Code, resp.Remark))
+								time.Sleep(time.Millisecond)
 							}
 						}
 					}()
@@ -230,7 +240,7 @@ func benchProduceCmd() *cobra.Command {
 	cmd.Flags().IntVar(&size, "size", 128, "message body size in bytes")
 	cmd.Flags().IntVar(&producers, "producers", 64, "connections")
 	cmd.Flags().IntVar(&inflight, "inflight", 1, "requests outstanding per connection")
-	cmd.Flags().IntVar(&batch, "batch", 1, "messages per request (>1 uses SEND_BATCH_MESSAGE)")
+	cmd.Flags().IntVar(&batch, "batch", 1, "messages per request (>1 uses SEND_BATCH_MESSAGE; msg/s counts messages, latencies are per request)")
 	cmd.Flags().IntVar(&queues, "queues", 8, "queues when the topic has to be created")
 	cmd.Flags().StringVar(&serialize, "serialize", "json", "header serialization: json or rocketmq")
 	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "how long to send")

@@ -22,6 +22,7 @@ func benchConsumeCmd() *cobra.Command {
 		namesrv, topic, group string
 		duration, idleExit    time.Duration
 		asJSON, fromLatest    bool
+		pullBatch             int
 	)
 	cmd := &cobra.Command{
 		Use:   "consume",
@@ -58,7 +59,9 @@ func benchConsumeCmd() *cobra.Command {
 						case <-ctx.Done():
 							return
 						case <-t.C:
-							if m.ok.Load() > 0 && time.Since(time.Unix(0, last.Load())) > idleExit {
+							if l := last.Load(); m.ok.Load() > 0 && time.Since(time.Unix(0, l)) > idleExit {
+								// The drain ended at the last receipt.
+								m.end.Store(l)
 								cancel()
 								return
 							}
@@ -82,7 +85,7 @@ func benchConsumeCmd() *cobra.Command {
 						offset, _ = strconv.ParseInt(resp.Ext("offset"), 10, 64)
 					}
 					for ctx.Err() == nil {
-						next, err := pullOnce(ctx, cli, q, topic, group, offset, m, &last)
+						next, err := pullOnce(ctx, cli, q, topic, group, offset, pullBatch, m, &last)
 						if err != nil {
 							if ctx.Err() == nil {
 								m.failure(err)
@@ -104,6 +107,7 @@ func benchConsumeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&group, "group", "spool-bench-consumer", "consumer group")
 	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "how long to consume")
 	cmd.Flags().DurationVar(&idleExit, "idle-exit", 0, "stop once nothing arrived for this long after the first message (drain mode)")
+	cmd.Flags().IntVar(&pullBatch, "pull-batch", 32, "maxMsgNums of each pull")
 	cmd.Flags().BoolVar(&fromLatest, "from-latest", false, "start at each queue's max offset instead of 0")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object on the last line")
 	return cmd
@@ -111,10 +115,10 @@ func benchConsumeCmd() *cobra.Command {
 
 // pullOnce makes one long-polling pull and records each message's
 // end-to-end latency (store time to receipt).
-func pullOnce(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, m *meter, last *atomic.Int64) (int64, error) {
+func pullOnce(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, maxMsgs int, m *meter, last *atomic.Int64) (int64, error) {
 	ext := map[string]string{
 		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(q.queueID),
-		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": "32", "sysFlag": "6",
+		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": strconv.Itoa(maxMsgs), "sysFlag": "6",
 		"commitOffset": "0", "suspendTimeoutMillis": "5000", "subscription": "*", "subVersion": "0",
 		"expressionType": "TAG",
 	}
@@ -124,16 +128,17 @@ func pullOnce(ctx context.Context, cli *transport.Client, q queueRef, topic, gro
 	if err != nil {
 		return offset, err
 	}
+	switch resp.Code {
+	case remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved:
+	default:
+		return offset, fmt.Errorf("pull: code %d: %s", resp.Code, resp.Remark)
+	}
 	next, perr := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
 	if perr != nil {
 		return offset, fmt.Errorf("pull answer %d without nextBeginOffset: %s", resp.Code, resp.Remark)
 	}
-	switch resp.Code {
-	case remoting.Success:
-	case remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved:
+	if resp.Code != remoting.Success {
 		return next, nil
-	default:
-		return offset, fmt.Errorf("pull: code %d: %s", resp.Code, resp.Remark)
 	}
 	now := time.Now()
 	body := resp.Body
