@@ -31,6 +31,7 @@ type serveFlags struct {
 	listen        string
 	namesrvListen string
 	namesrvAddr   string
+	pprof         string
 }
 
 func newLogger() *slog.Logger {
@@ -123,6 +124,9 @@ func standaloneCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := servePprof(f.pprof, logger); err != nil {
+				return err
+			}
 			if f.store == "" {
 				if _, set := props["storePathRootDir"]; !set {
 					f.store = "store"
@@ -179,6 +183,7 @@ func standaloneCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:10911", "broker listen address (the VIP channel is port-2)")
 	cmd.Flags().StringVarP(&f.configFile, "config", "c", "", "broker.conf properties file (RocketMQ key names)")
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "key=value for any broker or store key, by its RocketMQ name (repeatable)")
+	cmd.Flags().StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) for profiling")
 	return cmd
 }
 
@@ -249,6 +254,9 @@ func brokerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := servePprof(f.pprof, logger); err != nil {
+				return err
+			}
 			if f.namesrvAddr == "" {
 				f.namesrvAddr = os.Getenv("NAMESRV_ADDR")
 			}
@@ -277,5 +285,6 @@ func brokerCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.store, "store", "", "store directory (storePathRootDir)")
 	cmd.Flags().StringVar(&f.listen, "listen", "", "listen address HOST:PORT (default 0.0.0.0:listenPort)")
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "key=value for any broker or store key (repeatable)")
+	cmd.Flags().StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) for profiling")
 	return cmd
 }
