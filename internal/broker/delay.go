@@ -68,7 +68,7 @@ func (b *Broker) applyDelay(m *message.Inner) bool {
 	for _, k := range []string{message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS} {
 		delete(m.Properties, k)
 	}
-	delete(m.Properties, propertyDelaySource)
+	stripMarkers(m.Properties)
 	m.Properties[message.PropertyRealTopic] = m.Topic
 	m.Properties[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
 	m.Topic = topicSchedule

@@ -26,6 +26,10 @@
 //	consumerOffset.json     {"offsetTable":{"T@G":{"0":5,"1":3}},"dataVersion":{...}}
 //	delayOffset.json        {"offsetTable":{"<level>":<next offset of SCHEDULE_TOPIC_XXXX queue level-1>},
 //	                         "commitLogOffset":<every delivery missing from the table lies at or after it>}
+//	transactionIndex.json   {"halfFrom":n,"opFrom":n,"groups":["pg",...],"pending":[[queueOffset,
+//	                          commitLogOffset,size,bornTimestamp,storeTimestamp,immunityMs,checks,
+//	                          groupIndex,opMark],...]}  (Spool's; snapshot of the pending halves,
+//	                          written by the check service after rounds that changed it)
 //
 // Wire forms the broker produces or reads (beyond the remoting frame):
 //
@@ -46,32 +50,41 @@
 //	                   __DELAY_SRC=<level>:<schedule queue offset>; after a crash the
 //	                   CommitLog from delayOffset.json's commitLogOffset to its end is
 //	                   scanned and each level resumes after its highest marker
+//	timer message      TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS without DELAY, when
+//	                   timerWheelEnable: handed to internal/timer (rmq_sys_wheel_timer,
+//	                   delivered through the store with __TIMER_SRC); refusals answered with
+//	                   timer.ResponseCode. __DELAY_SRC and __TIMER_SRC sent by clients are
+//	                   dropped: only the broker writes them
 //	half message       RMQ_SYS_TRANS_HALF_TOPIC queue 0; properties + REAL_TOPIC, REAL_QID,
 //	                   __transactionId__; transaction bits cleared
-//	op record          RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0; body = half queue offset
-//	                   (decimal text); tag "d" = resolved (commit, rollback, given up),
-//	                   tag "c" = one CHECK_TRANSACTION_STATE sent (check counts are the
-//	                   number of "c" records; the half is never re-appended)
+//	op record          RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0, decimal text bodies:
+//	                   tag "d", body "<half queue offset>" = resolved (commit,
+//	                   rollback, given up); tag "c", body "<half queue offset>:<n>"
+//	                   [","...] (up to 256) = check attempt n made (the check count;
+//	                   the half itself is never re-appended, checks name the original)
 //	rebuild floors     consumerOffset.json group CID_RMQ_SYS_TRANS: half queue offset below
 //	                   which all halves are resolved, op queue offset below which no op
-//	                   refers to a half above that floor
+//	                   refers to a half above that floor (used when there is no snapshot)
 //
 // Pending halves are indexed in memory (half offset -> CommitLog offset,
 // size, born and store time, check count, producer group) from the put path
-// and, after a start, by a rebuild that reads the half and op queues from
-// the floors. The check service reads a half record only to check it or
+// and, after a start, from the snapshot plus a rebuild that reads the half
+// and op records stored after it (or, without a snapshot, from the floors). The check service reads a half record only to check it or
 // give it up, on its own goroutine, within transactionCheckReadMsgsPerSecond
-// and transactionCheckReadBytesPerSecond (the rebuild shares the budget),
-// and never for a group without a live producer connection:
+// and transactionCheckReadBytesPerSecond (the rebuild shares the budget);
+// a check attempt for a group without a live producer connection reads
+// nothing:
 //
 //	half put ──▶ index.add ◀── rebuild (budgeted reads of half + op queues)
-//	END_TRANSACTION / give-up ──▶ op "d" ──▶ index.remove
+//	END_TRANSACTION / give-up ──▶ op "d" ──▶ index.remove   (a rollback of an indexed
+//	  half reads nothing; a commit answering a check takes the record the check
+//	  read from a 4 MiB cache)
 //	every transactionCheckInterval: candidates = index entries with
 //	  now-born >= max(transactionTimeOut, immunity)   (no read)
-//	  ├─ no live producer of PGROUP ──▶ skipped, no read
-//	  ├─ budget.wait(size) ──▶ read record ──▶ checks >= transactionCheckMax ?
-//	  │     yes: TRANS_CHECK_MAX_TIME_TOPIC + op "d"
-//	  │     no:  CHECK_TRANSACTION_STATE oneway + op "c"
+//	  ├─ attempts >= transactionCheckMax ──▶ budget.wait(size) ──▶ read
+//	  │     ──▶ TRANS_CHECK_MAX_TIME_TOPIC + op "d"
+//	  ├─ no live producer of PGROUP ──▶ op "c" (attempt), no read
+//	  └─ budget.wait(size) ──▶ read ──▶ CHECK_TRANSACTION_STATE oneway + op "c"
 //
 // # Flow control and busy answers
 //

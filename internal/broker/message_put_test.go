@@ -91,3 +91,20 @@ func TestTimerWheelDisabled(t *testing.T) {
 		t.Fatal("timer stats with the wheel off")
 	}
 }
+
+// TestTimerLiveMaxDelay: timerMaxDelaySec changes live through
+// UPDATE_BROKER_CONFIG and bounds timer sends at once.
+func TestTimerLiveMaxDelay(t *testing.T) {
+	e := startBroker(t, fastFlush)
+	e.createTopic("TL", 1)
+	send := func() *remoting.Command {
+		return e.invoke(sendV1("TL", 0, map[string]string{"TIMER_DELAY_SEC": "20"}, []byte("x")))
+	}
+	if r := send(); r.Code != remoting.Success {
+		t.Fatalf("20 s timer: code %d remark %q", r.Code, r.Remark)
+	}
+	updateBrokerConfig(t, e, "timerMaxDelaySec=10\n")
+	if r := send(); r.Code != remoting.MessageIllegal || !strings.Contains(r.Remark, "max delay") {
+		t.Fatalf("20 s timer over a 10 s max: code %d remark %q", r.Code, r.Remark)
+	}
+}

@@ -160,6 +160,25 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("requestBodyBudgetPausedMills", ss.BodyBudgetPaused.Milliseconds())
 	i64("connections", int64(ss.Conns))
 	i64("heldPullRequests", int64(b.longPoll.held()))
+
+	// Transactions: the check service's index and read budget.
+	tx := b.TransactionStats()
+	i64("transactionPendingHalves", tx.PendingHalves)
+	i64("transactionChecksSent", tx.ChecksSent)
+	i64("transactionCheckReads", tx.CheckReads)
+	i64("transactionCheckReadBytes", tx.CheckReadBytes)
+	i64("transactionCheckSkippedNoProducer", tx.SkippedNoProducer)
+	i64("transactionCheckGivenUp", tx.GivenUp)
+	i64("transactionRebuildReadBytes", tx.RebuildReadBytes)
+
+	// Timer messages.
+	if ts, ok := b.TimerStats(); ok {
+		i64("timerPending", ts.Pending)
+		i64("timerDelivered", ts.Delivered)
+		i64("timerRejected", ts.RejectedIllegal+ts.RejectedFlowControl)
+		i64("timerLost", ts.Lost)
+		micros("timerLatenessP99Micros", ts.Lateness.Quantile(0.99))
+	}
 	return t
 }
 

@@ -68,7 +68,9 @@ type scheduleService struct {
 	inflight  map[int]int64 // level -> CommitLog end before its delivery put
 	validUpTo int64         // loaded mark; markNoFile or markLegacy when there is none
 	dirty     bool
-	recovered atomic.Int64 // markers applied by the last recovery scan
+	// recoveredAll is set once the start-up scan has applied the markers.
+	recoveredAll bool
+	recovered    atomic.Int64 // markers applied by the last recovery scan
 
 	wake    []chan struct{} // per level, capacity 1
 	quit    chan struct{}
@@ -122,7 +124,20 @@ func (s *scheduleService) encode() ([]byte, error) {
 	for _, v := range s.inflight {
 		mark = min(mark, v)
 	}
-	doc := delayOffsetFile{OffsetTable: make(map[string]int64, len(s.offsets)), CommitLogOffset: &mark}
+	markp := &mark
+	if !s.recoveredAll {
+		// Stopped before the recovery scan ended: keep the loaded mark, so
+		// the next start scans the same range.
+		switch s.validUpTo {
+		case markLegacy:
+			markp = nil
+		case markNoFile:
+			mark = s.b.store.MinPhyOffset()
+		default:
+			mark = s.validUpTo
+		}
+	}
+	doc := delayOffsetFile{OffsetTable: make(map[string]int64, len(s.offsets)), CommitLogOffset: markp}
 	for k, v := range s.offsets {
 		doc.OffsetTable[strconv.Itoa(k)] = v
 	}
@@ -167,6 +182,9 @@ func (s *scheduleService) start() {
 		if !s.recover() {
 			return
 		}
+		s.mu.Lock()
+		s.recoveredAll = true
+		s.mu.Unlock()
 		s.file.markDirty()
 		for i := range s.b.delayLevels {
 			s.wg.Add(1)
@@ -204,6 +222,11 @@ func (s *scheduleService) persistLoop() {
 // It reports false when stopped first.
 func (s *scheduleService) recover() bool {
 	st := s.b.store
+	// The markers are checked against the schedule queues, so let the
+	// store dispatch what its recovery found first.
+	if !waitStoreDispatch(st, s.quit) {
+		return false
+	}
 	s.mu.Lock()
 	from := s.validUpTo
 	s.mu.Unlock()
@@ -281,6 +304,25 @@ func (s *scheduleService) recover() bool {
 	s.recovered.Store(applied)
 	s.b.logger.Info("schedule progress recovered from the CommitLog", "from", from, "to", end,
 		"records", records, "bytes", bytes, "levelsAdvanced", applied)
+	return true
+}
+
+// storeDispatchWait bounds how long a start-up scan waits for the store to
+// dispatch what its recovery found.
+const storeDispatchWait = 30 * time.Second
+
+// waitStoreDispatch waits until the consume queues cover the CommitLog as
+// it was when called (at most storeDispatchWait); false when quit closes.
+func waitStoreDispatch(st store.MessageStore, quit <-chan struct{}) bool {
+	target := st.MaxPhyOffset()
+	deadline := time.Now().Add(storeDispatchWait)
+	for st.MaxPhyOffset()-st.DispatchBehindBytes() < target && time.Now().Before(deadline) {
+		select {
+		case <-quit:
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	return true
 }
 

@@ -71,12 +71,13 @@ func TestDelayKill9Child(t *testing.T) {
 			out.Unlock()
 		}
 	}
-	for {
+	for stop := time.Now().Add(90 * time.Second); time.Now().Before(stop); { // the parent kills it long before
 		out.Lock()
 		fmt.Printf("DELIVERED %d\n", e.b.store.MaxOffsetInQueue(delayKillTopic, 0)+e.b.store.MaxOffsetInQueue(delayKillTopic, 1))
 		out.Unlock()
 		time.Sleep(5 * time.Millisecond)
 	}
+	os.Exit(3)
 }
 
 type delayAck struct {
@@ -203,4 +204,38 @@ func ptrVal(p *int64) int64 {
 		return -1
 	}
 	return *p
+}
+
+// TestDelayOffsetMark: delayOffset.json's CommitLog mark is the log's end,
+// lowered to the start of a delivery in flight, and left as loaded while
+// the recovery scan has not finished.
+func TestDelayOffsetMark(t *testing.T) {
+	e := startBroker(t, nil)
+	e.mustSend("MK", 0, "", "x")
+	end := e.b.store.MaxPhyOffset()
+	mark := func(s *scheduleService) int64 {
+		t.Helper()
+		b, err := s.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc delayOffsetFile
+		if err := json.Unmarshal(b, &doc); err != nil || doc.CommitLogOffset == nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		return *doc.CommitLogOffset
+	}
+	s := newScheduleService(e.b, filepath.Join(t.TempDir(), "delayOffset.json"))
+	s.validUpTo = 7
+	if m := mark(s); m != 7 {
+		t.Fatalf("before recovery: mark %d, want the loaded 7", m)
+	}
+	s.recoveredAll = true
+	if m := mark(s); m != end {
+		t.Fatalf("mark %d, want the CommitLog end %d", m, end)
+	}
+	s.inflight[3] = end - 10
+	if m := mark(s); m != end-10 {
+		t.Fatalf("mark %d with a delivery in flight from %d", m, end-10)
+	}
 }

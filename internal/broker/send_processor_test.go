@@ -318,4 +318,8 @@ func TestTransactionCheckBack(t *testing.T) {
 		t.Fatalf("commit after check: %v %+v", err, r)
 	}
 	e.waitDispatched("TC", 0, 1)
+	// The commit used the record the check had just read.
+	if s := e.b.TransactionStats(); s.EndReadsSaved != 1 || s.PendingHalves != 0 {
+		t.Fatalf("after the commit: %+v", s)
+	}
 }

@@ -2,7 +2,9 @@ package broker
 
 import (
 	"math"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,9 +21,8 @@ const (
 	// given up), "c" = one check was sent.
 	transOpDone  = "d"
 	transOpCheck = "c"
-	// transDispatchWait bounds how long the rebuild waits for the store to
-	// dispatch what recovery found before it reads the half and op queues.
-	transDispatchWait = 30 * time.Second
+	// transOpBatch is the most check attempts one "c" op record carries.
+	transOpBatch = 256
 )
 
 // TransactionStats are the transaction check service's counters.
@@ -47,6 +48,9 @@ type TransactionStats struct {
 	// to rebuild the index after a start.
 	RebuildReads     int64
 	RebuildReadBytes int64
+	// EndReadsSaved counts END_TRANSACTION requests answered from the
+	// record the check had just read, without reading it again.
+	EndReadsSaved int64
 	// Rebuilding is true until the index has been rebuilt.
 	Rebuilding bool
 }
@@ -64,6 +68,7 @@ func (b *Broker) TransactionStats() TransactionStats {
 		Expired:           s.expired.Load(),
 		RebuildReads:      s.rebuildReads.Load(),
 		RebuildReadBytes:  s.rebuildReadBytes.Load(),
+		EndReadsSaved:     s.endReadsSaved.Load(),
 		Rebuilding:        s.idx.isRebuilding(),
 	}
 }
@@ -73,20 +78,23 @@ func (b *Broker) TransactionStats() TransactionStats {
 // what to check reads nothing; the only reads are the half records a check
 // or a give-up needs, and the rebuild after a start, all on this service's
 // goroutine and within transactionCheckReadMsgsPerSecond /
-// transactionCheckReadBytesPerSecond. A group with no live producer
-// connection costs no read at all.
+// transactionCheckReadBytesPerSecond. Checking a group with no live
+// producer connection reads nothing.
 //
 // Every transactionCheckInterval it takes the halves whose age (now -
-// bornTimestamp) reaches max(transactionTimeOut, CHECK_IMMUNITY_TIME_IN_SECONDS):
-// one checked transactionCheckMax times already is moved to
-// TRANS_CHECK_MAX_TIME_TOPIC and resolved; otherwise CHECK_TRANSACTION_STATE
-// goes oneway to a live connection of its PGROUP and an op record tagged
-// "c" counts the check durably. Unlike RocketMQ, the half is not appended
-// again for every check: the check refers to the original record, so
-// END_TRANSACTION answers it directly.
+// bornTimestamp) reaches max(transactionTimeOut, CHECK_IMMUNITY_TIME_IN_SECONDS).
+// Each such half counts one check attempt, recorded durably in an op record
+// tagged "c" (body "<half offset>:<attempts>"): with a live connection of
+// its PGROUP the half is read and CHECK_TRANSACTION_STATE goes oneway to
+// it; without one nothing is read (RocketMQ counts those rounds too). A
+// half with transactionCheckMax attempts already is read once more, moved
+// to TRANS_CHECK_MAX_TIME_TOPIC and resolved. Unlike RocketMQ, the half is
+// not appended again for every check: the check refers to the original
+// record, so END_TRANSACTION answers it directly.
 type transactionCheckService struct {
 	b      *Broker
 	idx    *transactionIndex
+	cache  *checkedCache // records just read for checks, for the answering END_TRANSACTION
 	clock  serviceClock
 	budget *readBudget
 
@@ -94,12 +102,20 @@ type transactionCheckService struct {
 	done    chan struct{}
 	started bool
 
+	indexPath    string // config/transactionIndex.json
+	savedVersion uint64 // index version of the last snapshot written
+	saved        bool
+	// savedHalfFrom and savedOpFrom are the last snapshot's start offsets.
+	savedHalfFrom, savedOpFrom int64
+
 	checksSent, checkReads, checkReadBytes, skippedNoProducer, givenUp, expired,
-	rebuildReads, rebuildReadBytes atomic.Int64
+	rebuildReads, rebuildReadBytes, endReadsSaved atomic.Int64
 }
 
 func newTransactionCheckService(b *Broker) *transactionCheckService {
-	s := &transactionCheckService{b: b, idx: newTransactionIndex(), quit: make(chan struct{}), done: make(chan struct{})}
+	s := &transactionCheckService{b: b, idx: newTransactionIndex(), cache: newCheckedCache(checkedCacheBytes),
+		quit: make(chan struct{}), done: make(chan struct{}),
+		indexPath: filepath.Join(b.storeCfg.StorePathRootDir, "config", "transactionIndex.json")}
 	s.setClock(wallClock{})
 	return s
 }
@@ -124,6 +140,7 @@ func (s *transactionCheckService) stop() {
 	if s.started {
 		<-s.done
 		s.persistFloors()
+		s.saveIndex()
 	}
 }
 
@@ -138,6 +155,7 @@ func (s *transactionCheckService) run() {
 		return
 	}
 	s.persistFloors()
+	s.saveIndex()
 	last := s.clock.Now()
 	for {
 		interval := millis(max(s.b.config().TransactionCheckInterval, 10))
@@ -154,7 +172,33 @@ func (s *transactionCheckService) run() {
 		last = s.clock.Now()
 		s.round()
 		s.persistFloors()
+		s.saveIndex()
 	}
+}
+
+// saveIndex writes the index snapshot when it or the offsets a rebuild
+// would start from changed since the last one (on this service's
+// goroutine, or at stop after it ended).
+func (s *transactionCheckService) saveIndex() {
+	opEnd := s.b.store.MaxOffsetInQueue(topicTransOpHalf, 0)
+	if s.saved && !s.idx.changedSince(s.savedVersion) {
+		if half, op := s.idx.starts(opEnd); half == s.savedHalfFrom && op == s.savedOpFrom {
+			return
+		}
+	}
+	hs, halfFrom, opFrom, v, ok := s.idx.snapshot(opEnd)
+	if !ok {
+		return
+	}
+	data, err := encodeTransactionIndex(hs, halfFrom, opFrom)
+	if err == nil {
+		err = writeFileAtomic(s.indexPath, data)
+	}
+	if err != nil {
+		s.b.logger.Error("transaction index: write snapshot", "file", s.indexPath, "err", err)
+		return
+	}
+	s.saved, s.savedVersion, s.savedHalfFrom, s.savedOpFrom = true, v, halfFrom, opFrom
 }
 
 // persistFloors records in the consumer offset table where a rebuild
@@ -171,6 +215,8 @@ func (s *transactionCheckService) persistFloors() {
 // round checks every candidate once.
 func (s *transactionCheckService) round() {
 	cfg := s.b.config()
+	var attempts checkCounts // rounds without a producer, batched
+	defer attempts.flush(s)
 	for _, h := range s.idx.candidates(s.clock.Now().UnixMilli(), cfg.TransactionTimeOut) {
 		select {
 		case <-s.quit:
@@ -180,8 +226,15 @@ func (s *transactionCheckService) round() {
 		cfg = s.b.config()
 		conn := s.b.producers.AnyConn(h.group)
 		if conn == nil {
+			// Nothing is read for a group without a live producer. As in
+			// RocketMQ the round still counts as a check attempt, so a
+			// half whose producer is gone is given up after
+			// transactionCheckMax rounds (that move reads it once).
 			s.skippedNoProducer.Add(1)
-			continue
+			if int(h.checks) < cfg.TransactionCheckMax {
+				attempts.add(s, h.queueOffset)
+				continue
+			}
 		}
 		if h.phy < s.b.store.MinPhyOffset() {
 			if s.idx.resolve(h.queueOffset) {
@@ -209,18 +262,18 @@ func (s *transactionCheckService) round() {
 			s.idx.resolve(h.queueOffset)
 			continue
 		}
-		if int(h.checks) >= cfg.TransactionCheckMax {
+		if int(h.checks) >= cfg.TransactionCheckMax || conn == nil {
 			s.giveUp(x, h)
 			continue
 		}
-		s.sendCheck(conn, x, h, cfg)
+		s.sendCheck(conn, rec, x, h, cfg)
 	}
 }
 
 // sendCheck sends CHECK_TRANSACTION_STATE for x and records the check.
 func (s *transactionCheckService) sendCheck(conn interface {
 	InvokeOneway(*remoting.Command) error
-}, x *message.Ext, h pendingHalf, cfg *Config) {
+}, rec []byte, x *message.Ext, h pendingHalf, cfg *Config) {
 	body, err := checkBody(x, h.checks+1)
 	if err != nil {
 		s.b.logger.Warn("transaction check: encode check body", "err", err)
@@ -241,17 +294,50 @@ func (s *transactionCheckService) sendCheck(conn interface {
 		"bname":                cfg.BrokerName,
 	}, body)
 	req.Flag |= remoting.FlagOneway
+	s.cache.put(x.PhysicalOffset, rec)
 	if err := conn.InvokeOneway(req); err != nil {
 		s.b.logger.Debug("transaction check: send", "group", h.group, "err", err)
 		return
 	}
 	s.checksSent.Add(1)
-	s.idx.addCheck(h.queueOffset, 1)
-	s.b.putTransactionOpTag(h.queueOffset, transOpCheck, func(code int32, remark string) {
+	s.countCheck(h.queueOffset)
+}
+
+// countCheck adds one to a half's check count and records it in an op
+// record (no read).
+func (s *transactionCheckService) countCheck(queueOffset int64) {
+	var b checkCounts
+	b.add(s, queueOffset)
+	b.flush(s)
+}
+
+// checkCounts batches check attempts into op records of up to
+// transOpBatch entries.
+type checkCounts struct{ items []string }
+
+// add counts one attempt for a half and flushes a full batch.
+func (c *checkCounts) add(s *transactionCheckService, queueOffset int64) {
+	n := s.idx.addCheck(queueOffset)
+	if n == 0 {
+		return
+	}
+	c.items = append(c.items, strconv.FormatInt(queueOffset, 10)+":"+strconv.Itoa(int(n)))
+	if len(c.items) >= transOpBatch {
+		c.flush(s)
+	}
+}
+
+// flush appends the pending attempts as one op record.
+func (c *checkCounts) flush(s *transactionCheckService) {
+	if len(c.items) == 0 {
+		return
+	}
+	s.b.putTransactionOpTag(transOpCheck, strings.Join(c.items, ","), func(code int32, remark string) {
 		if code != remoting.Success {
-			s.b.logger.Warn("transaction check: record check count", "code", code, "remark", remark)
+			s.b.logger.Warn("transaction check: record check counts", "code", code, "remark", remark)
 		}
 	})
+	c.items = c.items[:0]
 }
 
 // giveUp moves a half checked transactionCheckMax times to
@@ -270,7 +356,7 @@ func (s *transactionCheckService) giveUp(x *message.Ext, h pendingHalf) {
 		return
 	}
 	done := make(chan int32, 1)
-	s.b.putTransactionOpTag(h.queueOffset, transOpDone, func(code int32, _ string) { done <- code })
+	s.b.putTransactionOp(h.queueOffset, func(code int32, _ string) { done <- code })
 	select {
 	case code := <-done:
 		if code != remoting.Success {
@@ -279,7 +365,6 @@ func (s *transactionCheckService) giveUp(x *message.Ext, h pendingHalf) {
 	case <-s.quit:
 		return
 	}
-	s.idx.resolve(h.queueOffset)
 	s.givenUp.Add(1)
 	s.b.logger.Info("transaction check: half message given up after transactionCheckMax checks",
 		"msgId", x.Properties[message.PropertyUniqClientMessageIDKeyIdx], "group", h.group, "checks", h.checks)
@@ -309,19 +394,33 @@ func (s *transactionCheckService) rebuild() bool {
 	st := s.b.store
 	// Let the store dispatch what its recovery found, so both queues are
 	// complete up to the moment the broker started.
-	target := st.MaxPhyOffset()
-	deadline := time.Now().Add(transDispatchWait)
-	for st.MaxPhyOffset()-st.DispatchBehindBytes() < target && time.Now().Before(deadline) {
-		select {
-		case <-s.quit:
-			return false
-		case <-time.After(10 * time.Millisecond):
-		}
+	if !waitStoreDispatch(st, s.quit) {
+		return false
 	}
-	halfFrom := max(s.b.offsets.Query(transGroup, topicTransHalf, 0), st.MinOffsetInQueue(topicTransHalf, 0), 0)
-	opFrom := max(s.b.offsets.Query(transGroup, topicTransOpHalf, 0), st.MinOffsetInQueue(topicTransOpHalf, 0), 0)
+	halfFrom := s.b.offsets.Query(transGroup, topicTransHalf, 0)
+	opFrom := s.b.offsets.Query(transGroup, topicTransOpHalf, 0)
 	halfEnd := st.MaxOffsetInQueue(topicTransHalf, 0)
 	opEnd := st.MaxOffsetInQueue(topicTransOpHalf, 0)
+	// The snapshot, when there is a readable one, saves reading what it
+	// holds; entries the store no longer has (a lost tail) are dropped.
+	doc, hs, err := loadTransactionIndex(s.indexPath)
+	if err != nil {
+		s.b.logger.Warn("transaction index: snapshot ignored, rebuilding from the floors", "err", err)
+	}
+	snapshotHalves := 0
+	if doc != nil {
+		halfFrom, opFrom = min(doc.HalfFrom, halfEnd), min(doc.OpFrom, opEnd)
+		maxPhy := st.MaxPhyOffset()
+		for i := range hs {
+			if h := &hs[i]; h.queueOffset < halfEnd && h.phy+int64(h.size) <= maxPhy {
+				h.opMark = min(h.opMark, opFrom)
+				s.idx.add(h)
+				snapshotHalves++
+			}
+		}
+	}
+	halfFrom = max(halfFrom, st.MinOffsetInQueue(topicTransHalf, 0), 0)
+	opFrom = max(opFrom, st.MinOffsetInQueue(topicTransOpHalf, 0), 0)
 	ok := s.scan(topicTransHalf, halfFrom, halfEnd, func(x *message.Ext) {
 		s.idx.add(pendingFromRecord(x, opFrom))
 	})
@@ -329,22 +428,26 @@ func (s *transactionCheckService) rebuild() bool {
 		return false
 	}
 	ok = s.scan(topicTransOpHalf, opFrom, opEnd, func(x *message.Ext) {
-		n, err := strconv.ParseInt(string(x.Body), 10, 64)
-		if err != nil || n < halfFrom {
-			return
-		}
-		switch x.Properties[message.PropertyTags] {
-		case transOpCheck:
-			s.idx.addCheck(n, 1)
-		default:
-			s.idx.resolve(n)
+		check := x.Properties[message.PropertyTags] == transOpCheck
+		for _, item := range strings.Split(string(x.Body), ",") {
+			qs, ns, _ := strings.Cut(item, ":")
+			q, err := strconv.ParseInt(qs, 10, 64)
+			if err != nil {
+				continue
+			}
+			if !check {
+				s.idx.resolve(q)
+			} else if n, err := strconv.Atoi(ns); err == nil {
+				s.idx.raiseChecks(q, int32(n))
+			}
 		}
 	})
 	if !ok {
 		return false
 	}
 	s.idx.finishRebuild(halfEnd)
-	s.b.logger.Info("transaction index rebuilt", "pending", s.idx.len(), "halfFrom", halfFrom, "halfEnd", halfEnd,
+	s.b.logger.Info("transaction index rebuilt", "pending", s.idx.len(), "fromSnapshot", snapshotHalves,
+		"halfFrom", halfFrom, "halfEnd", halfEnd,
 		"opFrom", opFrom, "opEnd", opEnd, "reads", s.rebuildReads.Load(), "bytes", s.rebuildReadBytes.Load())
 	return true
 }

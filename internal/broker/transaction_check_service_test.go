@@ -77,6 +77,19 @@ func (c *manualClock) settle(t *testing.T) {
 	waitFor(t, "the check service to wait on its clock", func() bool { return c.waiting() > 0 })
 }
 
+// settleRebuilt lets the clock run, a second at a time, until the index
+// is rebuilt, and then until the service waits for its next round.
+func settleRebuilt(t *testing.T, e *testEnv, clock *manualClock) {
+	t.Helper()
+	for {
+		clock.settle(t)
+		if !e.b.TransactionStats().Rebuilding {
+			return
+		}
+		clock.Advance(time.Second)
+	}
+}
+
 // startBrokerClock starts a broker whose check service runs on clock.
 func startBrokerClock(t *testing.T, dir string, clock serviceClock, mutate func(*Config, *store.Config)) *testEnv {
 	t.Helper()
@@ -237,10 +250,10 @@ func TestTransactionCheckBudgetHolds(t *testing.T) {
 // TestTransactionCheckNoProducerNoRead: halves of a group without a live
 // producer connection are never read.
 func TestTransactionCheckNoProducerNoRead(t *testing.T) {
+	dir := t.TempDir()
+	mutate := func(c *Config, _ *store.Config) { c.TransactionCheckInterval = 1000 }
 	clock := newManualClock(time.Now().Add(time.Hour))
-	e := startBrokerClock(t, t.TempDir(), clock, func(c *Config, _ *store.Config) {
-		c.TransactionCheckInterval = 1000
-	})
+	e := startBrokerClock(t, dir, clock, mutate)
 	putHalves(t, e, "gone", 1000, time.Now().UnixMilli())
 	clock.settle(t)
 	for range 3 {
@@ -251,6 +264,43 @@ func TestTransactionCheckNoProducerNoRead(t *testing.T) {
 	if s.CheckReads != 0 || s.CheckReadBytes != 0 || s.ChecksSent != 0 || s.SkippedNoProducer != 3000 || s.PendingHalves != 1000 {
 		t.Fatalf("no producer: %+v", s)
 	}
+	// Each round counted as an attempt, as RocketMQ counts them; at
+	// transactionCheckMax attempts a half is given up, which reads it once.
+	if h, _ := e.b.txCheck.idx.get(0); h.checks != 3 {
+		t.Fatalf("attempts counted: %d", h.checks)
+	}
+	// 256 attempts to an op record: 4 records a round.
+	e.waitDispatched(topicTransOpHalf, 0, 12)
+	if n := e.b.store.MaxOffsetInQueue(topicTransOpHalf, 0); n != 12 {
+		t.Fatalf("%d op records for 3 rounds of 1000 attempts", n)
+	}
+	// The batched counts come back from the op records alone.
+	e.stop()
+	for _, f := range []string{"transactionIndex.json", "consumerOffset.json"} {
+		if err := os.Remove(filepath.Join(dir, "config", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock = newManualClock(time.Now().Add(time.Hour))
+	e = startBrokerClock(t, dir, clock, mutate)
+	// The rebuild reads 1012 records at 1000 a second.
+	settleRebuilt(t, e, clock)
+	if s := e.b.TransactionStats(); s.RebuildReads != 1012 {
+		t.Fatalf("rebuild: %+v", s)
+	}
+	for _, q := range []int64{0, 500, 999} {
+		if h, ok := e.b.txCheck.idx.get(q); !ok || h.checks != 3 {
+			t.Fatalf("half %d after restart: %+v %v", q, h, ok)
+		}
+	}
+	updateBrokerConfig(t, e, "transactionCheckMax=3\n")
+	clock.Advance(time.Second)
+	clock.settle(t)
+	s = e.b.TransactionStats()
+	if s.GivenUp != 1000 || s.CheckReads != 1000 || s.PendingHalves != 0 || s.ChecksSent != 0 {
+		t.Fatalf("giving up without a producer: %+v", s)
+	}
+	e.waitDispatched(topicTransCheckMax, 0, 1000)
 }
 
 // TestTransactionCheckCountsSurviveRestart: check counts and pending
@@ -297,12 +347,12 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 	e.waitDispatched(topicTransOpHalf, 0, 7)
 	e.stop()
 
-	checkRebuilt := func(e *testEnv, clock *manualClock) {
+	checkRebuilt := func(e *testEnv, clock *manualClock, fromSnapshot bool) {
 		t.Helper()
 		clock.settle(t)
 		s := e.b.TransactionStats()
-		if s.Rebuilding || s.PendingHalves != 3 || s.RebuildReads == 0 {
-			t.Fatalf("after restart: %+v", s)
+		if s.Rebuilding || s.PendingHalves != 3 || (s.RebuildReads == 0) != fromSnapshot {
+			t.Fatalf("after restart (snapshot %v): %+v", fromSnapshot, s)
 		}
 		for i := range 3 {
 			h, ok := e.b.txCheck.idx.get(res[i].QueueOffset)
@@ -314,17 +364,26 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 			t.Fatal("the rolled-back half is pending again")
 		}
 	}
+	// The index snapshot written at shutdown covers everything: no reads.
 	clock = newManualClock(time.Now().Add(time.Hour))
 	e = startBrokerClock(t, dir, clock, mutate)
-	checkRebuilt(e, clock)
+	checkRebuilt(e, clock, true)
 	e.stop()
-	// Without the persisted floors the rebuild reads both queues whole.
-	if err := os.Remove(filepath.Join(dir, "config", "consumerOffset.json")); err != nil {
-		t.Fatal(err)
+	// Without the snapshot the rebuild reads from the persisted floors,
+	// and without those too it reads both queues whole.
+	for i, files := range [][]string{{"transactionIndex.json"}, {"transactionIndex.json", "consumerOffset.json"}} {
+		for _, f := range files {
+			if err := os.Remove(filepath.Join(dir, "config", f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock = newManualClock(time.Now().Add(time.Hour))
+		e = startBrokerClock(t, dir, clock, mutate)
+		checkRebuilt(e, clock, false)
+		if i == 0 {
+			e.stop()
+		}
 	}
-	clock = newManualClock(time.Now().Add(time.Hour))
-	e = startBrokerClock(t, dir, clock, mutate)
-	checkRebuilt(e, clock)
 
 	// A longer interval applies live: a second passes without a round.
 	updateBrokerConfig(t, e, "transactionCheckInterval=5000\ntransactionCheckMax=2\n")

@@ -40,7 +40,13 @@ type transactionIndex struct {
 	pending map[int64]*pendingHalf
 	puts    map[uint64]halfPut
 	nextPut uint64
-	seenEnd int64 // one past the highest half offset indexed or scanned
+	ops     map[uint64]int64 // op records being stored -> lower bound of their op offset
+	// recent holds the op marks of halves resolved while some half put was
+	// in flight: such a half may lie at or above the rebuild's half start
+	// while its op record lies below the op start computed without it.
+	recent  map[int64]int64
+	version uint64 // bumped by every change, for the snapshot writer
+	seenEnd int64  // one past the highest half offset indexed or scanned
 	groups  map[string]string
 	// While rebuilding, halves resolved before the rebuild reached them
 	// are remembered so the rebuild does not index them.
@@ -52,6 +58,8 @@ func newTransactionIndex() *transactionIndex {
 	return &transactionIndex{
 		pending:    make(map[int64]*pendingHalf),
 		puts:       make(map[uint64]halfPut),
+		ops:        make(map[uint64]int64),
+		recent:     make(map[int64]int64),
 		groups:     make(map[string]string),
 		tombstones: make(map[int64]struct{}),
 		rebuilding: true,
@@ -72,8 +80,27 @@ func (x *transactionIndex) beginPut(halfLow, opLow int64) uint64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.nextPut++
-	x.puts[x.nextPut] = halfPut{halfLow: halfLow, opLow: opLow}
+	// Every half stored before this put began has a lower offset.
+	x.puts[x.nextPut] = halfPut{halfLow: max(halfLow, x.seenEnd), opLow: opLow}
 	return x.nextPut
+}
+
+// beginOp registers an op record about to be stored; opLow is the op
+// queue's end before it.
+func (x *transactionIndex) beginOp(opLow int64) uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.nextPut++
+	x.ops[x.nextPut] = opLow
+	return x.nextPut
+}
+
+// endOp finishes an op record started with beginOp, after its effect on
+// the index has been applied.
+func (x *transactionIndex) endOp(id uint64) {
+	x.mu.Lock()
+	delete(x.ops, id)
+	x.mu.Unlock()
 }
 
 // endPut finishes a put started with beginPut; h is nil when it failed.
@@ -103,6 +130,7 @@ func (x *transactionIndex) add(h *pendingHalf) {
 }
 
 func (x *transactionIndex) addLocked(h *pendingHalf) {
+	x.version++
 	h.group = x.internLocked(h.group)
 	x.pending[h.queueOffset] = h
 	x.seenEnd = max(x.seenEnd, h.queueOffset+1)
@@ -112,12 +140,17 @@ func (x *transactionIndex) addLocked(h *pendingHalf) {
 func (x *transactionIndex) resolve(queueOffset int64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if _, ok := x.pending[queueOffset]; ok {
-		delete(x.pending, queueOffset)
-		return true
-	}
 	if x.rebuilding {
+		// The rebuild may still find the half in the queue.
 		x.tombstones[queueOffset] = struct{}{}
+	}
+	if h, ok := x.pending[queueOffset]; ok {
+		delete(x.pending, queueOffset)
+		if len(x.puts) > 0 {
+			x.recent[queueOffset] = h.opMark
+		}
+		x.version++
+		return true
 	}
 	return false
 }
@@ -133,12 +166,27 @@ func (x *transactionIndex) get(queueOffset int64) (pendingHalf, bool) {
 	return *h, true
 }
 
-// addCheck counts one check of a pending half (n of them while
-// rebuilding from "c" op records).
-func (x *transactionIndex) addCheck(queueOffset int64, n int32) {
+// addCheck counts one more check of a pending half and returns the new
+// count (0 when the half is not pending).
+func (x *transactionIndex) addCheck(queueOffset int64) int32 {
 	x.mu.Lock()
-	if h, ok := x.pending[queueOffset]; ok {
-		h.checks += n
+	defer x.mu.Unlock()
+	h, ok := x.pending[queueOffset]
+	if !ok {
+		return 0
+	}
+	h.checks++
+	x.version++
+	return h.checks
+}
+
+// raiseChecks sets a pending half's count to at least n (replaying "c" op
+// records, which carry the count reached, is idempotent).
+func (x *transactionIndex) raiseChecks(queueOffset int64, n int32) {
+	x.mu.Lock()
+	if h, ok := x.pending[queueOffset]; ok && n > h.checks {
+		h.checks = n
+		x.version++
 	}
 	x.mu.Unlock()
 }
@@ -182,22 +230,75 @@ func (x *transactionIndex) isRebuilding() bool {
 	return x.rebuilding
 }
 
-// floors returns the half-queue offset below which every half is
-// resolved, and the op-queue offset below which no op record refers to a
-// half at or above that floor; opEnd is the op queue's current end.
-func (x *transactionIndex) floors(opEnd int64) (half, op int64) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+// startsLocked computes where a rebuild must start reading: halves at or
+// after half may be missing from the index, and op records at or after op
+// may not be reflected in it, nor may any op record that refers to a half
+// at or after half lie below op. opEnd is the op queue's current end.
+// With pending, the pending halves count as missing too (a rebuild without
+// a snapshot reads them again, with their op records).
+func (x *transactionIndex) startsLocked(opEnd int64, pending bool) (half, op int64) {
 	half, op = x.seenEnd, opEnd
-	for _, h := range x.pending {
-		half = min(half, h.queueOffset)
-		op = min(op, h.opMark)
-	}
 	for _, p := range x.puts {
 		half = min(half, p.halfLow)
 		op = min(op, p.opLow)
 	}
+	if pending {
+		for q, h := range x.pending {
+			half = min(half, q)
+			op = min(op, h.opMark)
+		}
+	}
+	for _, low := range x.ops {
+		op = min(op, low)
+	}
+	for q, mark := range x.recent {
+		if q < half {
+			delete(x.recent, q)
+			continue
+		}
+		op = min(op, mark)
+	}
 	return half, op
+}
+
+// floors returns the offsets a rebuild that has nothing but the half and
+// op queues must start from: every half below half is resolved.
+func (x *transactionIndex) floors(opEnd int64) (half, op int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.startsLocked(opEnd, true)
+}
+
+// snapshot copies the pending halves with the offsets a rebuild must scan
+// from so that, applied to the copy, it yields the current state (op
+// records are idempotent, so replaying one already reflected changes
+// nothing). ok is false while rebuilding.
+func (x *transactionIndex) snapshot(opEnd int64) (hs []pendingHalf, halfFrom, opFrom int64, version uint64, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.rebuilding {
+		return nil, 0, 0, 0, false
+	}
+	halfFrom, opFrom = x.startsLocked(opEnd, false)
+	hs = make([]pendingHalf, 0, len(x.pending))
+	for _, h := range x.pending {
+		hs = append(hs, *h)
+	}
+	return hs, halfFrom, opFrom, x.version, true
+}
+
+// starts returns the start offsets a snapshot taken now would have.
+func (x *transactionIndex) starts(opEnd int64) (half, op int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.startsLocked(opEnd, false)
+}
+
+// changedSince reports whether the index changed after version v.
+func (x *transactionIndex) changedSince(v uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.version != v
 }
 
 // pendingFromRecord builds an index entry from a decoded half record.

@@ -45,9 +45,14 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 			return nil
 		}
 	}
-	rec, err := b.store.LookMessageByOffset(clOffset)
-	if err != nil {
-		return response(req, remoting.SystemError, fmt.Sprintf("Find prepared transaction message failed: %v", err))
+	rec, cached := b.txCheck.cache.take(clOffset)
+	if cached {
+		b.txCheck.endReadsSaved.Add(1)
+	} else {
+		var err error
+		if rec, err = b.store.LookMessageByOffset(clOffset); err != nil {
+			return response(req, remoting.SystemError, fmt.Sprintf("Find prepared transaction message failed: %v", err))
+		}
 	}
 	ext, err := message.DecodeRecord(rec)
 	if err != nil {
@@ -63,9 +68,13 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	case ext.PhysicalOffset != clOffset:
 		return response(req, remoting.SystemError, "The commit log offset wrong")
 	}
-	if ms := immunityMillis(ext.Properties); ms > 0 && !fromCheck && nowMillis()-ext.BornTimestamp > ms {
+	// As RocketMQ: an immunity time below transactionTimeOut counts as
+	// transactionTimeOut.
+	if ms := immunityMillis(ext.Properties); ms > 0 && !fromCheck &&
+		nowMillis()-ext.BornTimestamp > max(ms, b.config().TransactionTimeOut) {
+		ms = max(ms, b.config().TransactionTimeOut)
 		return response(req, remoting.IllegalOperation, fmt.Sprintf(
-			"the half message is older than its CHECK_IMMUNITY_TIME_IN_SECONDS (%d s); only an answer to a check may end it", ms/1000))
+			"the half message is older than its CHECK_IMMUNITY_TIME_IN_SECONDS (%d ms); only an answer to a check may end it", ms))
 	}
 	if state == message.TransactionRollbackType {
 		b.putTransactionOp(ext.QueueOffset, func(code int32, remark string) {
@@ -113,7 +122,7 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 // resolved, drops it from the index, then calls done with the answer's
 // code.
 func (b *Broker) putTransactionOp(halfOffset int64, done func(code int32, remark string)) {
-	b.putTransactionOpTag(halfOffset, transOpDone, func(code int32, remark string) {
+	b.putTransactionOpTag(transOpDone, strconv.FormatInt(halfOffset, 10), func(code int32, remark string) {
 		if code == remoting.Success {
 			b.txCheck.idx.resolve(halfOffset)
 		}
@@ -121,14 +130,15 @@ func (b *Broker) putTransactionOp(halfOffset int64, done func(code int32, remark
 	})
 }
 
-// putTransactionOpTag appends an op record (tag transOpDone or
-// transOpCheck, body = half queue offset) and calls done with the code.
-func (b *Broker) putTransactionOpTag(halfOffset int64, tag string, done func(code int32, remark string)) {
+// putTransactionOpTag appends an op record and calls done with the code:
+// tag transOpDone with body "<half queue offset>", or transOpCheck with
+// body "<half queue offset>:<attempts>[,<half queue offset>:<attempts>...]".
+func (b *Broker) putTransactionOpTag(tag, body string, done func(code int32, remark string)) {
 	props := map[string]string{message.PropertyTags: tag}
 	m := &message.Inner{
 		Topic:            topicTransOpHalf,
 		QueueID:          0,
-		Body:             []byte(strconv.FormatInt(halfOffset, 10)),
+		Body:             []byte(body),
 		Properties:       props,
 		PropertiesString: message.EncodeProperties(props),
 		BornTimestamp:    nowMillis(),
@@ -136,11 +146,16 @@ func (b *Broker) putTransactionOpTag(halfOffset int64, tag string, done func(cod
 		StoreHost:        b.storeHost,
 		TagsCode:         message.TagsHashCode(tag),
 	}
+	// Until done has run (and resolved the half) the op counts as in
+	// flight, so an index snapshot taken meanwhile replays it.
+	idx := b.txCheck.idx
+	id := idx.beginOp(b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
 	b.store.PutMessage(m, func(r store.PutResult) {
 		code, remark := putStatusCode(r)
 		if code == remoting.FlushDiskTimeout {
 			code = remoting.Success
 		}
 		done(code, remark)
+		idx.endOp(id)
 	})
 }

@@ -144,6 +144,20 @@ func (a *allocator) fill() {
 			return
 		default:
 		}
+		if a.c.st.readOnly.Load() != nil {
+			return // nothing more is written until restart
+		}
+		// A file made ready just after the writer went into the spill
+		// (the writer looked before it was there): adopt it.
+		if sp := a.c.spilling.Load(); sp != nil {
+			if mf := a.take(sp.from); mf != nil {
+				if err := a.c.adoptSpill(sp, mf); err != nil {
+					a.c.st.setReadOnly(fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
+					return
+				}
+				continue
+			}
+		}
 		a.createMu.Lock()
 		a.mu.Lock()
 		if len(a.ready) >= want {

@@ -71,6 +71,7 @@ type CommitLog struct {
 	kickCh    chan struct{} // wakes the dispatcher
 	bufPool   sync.Pool
 	epoch     time.Time
+	osClock   bool // the store clock is the OS clock
 }
 
 func newCommitLog(st *DefaultMessageStore) *CommitLog {
@@ -86,6 +87,7 @@ func newCommitLog(st *DefaultMessageStore) *CommitLog {
 		queueOffsets: make(map[queueKey]int64),
 		kickCh:       make(chan struct{}, 1),
 		epoch:        time.Now(),
+		osClock:      st.fs == vfs.OS(),
 	}
 	c.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	c.alloc = newAllocator(c)
@@ -143,12 +145,26 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	assign := tranType != message.TransactionPreparedType && tranType != message.TransactionRollbackType
 
 	c.lock.Lock()
-	begin := c.monoNs()
+	var begin, ts int64
+	if c.osClock {
+		now := time.Now() // one clock read for the hold time and the store time
+		begin = int64(now.Sub(c.epoch)) + 1
+		ts = now.UnixMilli()
+	} else {
+		begin = c.monoNs()
+		ts = c.fs.Now().UnixMilli()
+	}
+	if fixedTs != 0 {
+		ts = fixedTs
+	}
 	c.lockBeginNs.Store(begin)
 
-	var post []*pendingWrite // writes to finish after unlocking
-	var postBufs [][]byte
-	var postPos []int64
+	// Writes to finish after unlocking (at most a blank and the records);
+	// fixed arrays keep them off the heap.
+	var postArr [2]*pendingWrite
+	var postBufArr [2][]byte
+	var postPosArr [2]int64
+	post, postBufs, postPos := postArr[:0], postBufArr[:0], postPosArr[:0]
 
 	mf := c.cur
 	if mf != nil && mf.spill != nil && mf.size-mf.wrote.Load() >= total+blankSize && mf.wrote.Load()+total > int64(len(mf.spill)) {
@@ -184,10 +200,6 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 			return appendOutcome{status: CreateMappedFileFailed, remark: err.Error()}
 		}
 		mf = next
-	}
-	ts := fixedTs
-	if ts == 0 {
-		ts = c.fs.Now().UnixMilli()
 	}
 	pos := mf.wrote.Load()
 	phy := mf.from + pos
@@ -279,7 +291,10 @@ func (c *CommitLog) adoptSpill(sp, real *MappedFile) error {
 	if err == nil {
 		real.wrote.Store(upto)
 		c.pubMu.Lock()
-		real.committed.Store(sp.committed.Load())
+		real.filled.Store(sp.filled.Load())
+		if c.committer == nil {
+			real.committed.Store(sp.committed.Load())
+		}
 		for _, w := range c.pending {
 			if w.mf == sp {
 				w.mf = real
@@ -410,11 +425,13 @@ func (c *CommitLog) complete(w *pendingWrite, err error) {
 }
 
 func (c *CommitLog) advance(mf *MappedFile, end int64) {
-	if mf.wbuf != nil {
-		mf.filled.Store(end) // readable once the committer wrote it
+	mf.filled.Store(end)
+	if c.committer != nil {
+		// Transient pool: readable once the committer wrote it (in file
+		// order, so a later file never becomes visible first).
+		c.committer.kick()
 		return
 	}
-	mf.filled.Store(end)
 	mf.committed.Store(end)
 	c.visible.Store(mf.from + end)
 }

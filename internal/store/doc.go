@@ -77,10 +77,65 @@
 // A put encodes its record outside the lock into a pooled buffer
 // (message.EncodeRecord), then under the put lock: assigns the queue
 // offset, the physical offset and the store time (message.PatchRecord),
-// reserves the bytes and copies a small record into the mapping (a large
-// record or a pwrite is done after unlocking; readers never see past an
-// unfinished copy). A roll takes a file the allocator made ready ahead; if
-// none is ready the writer creates one (counted: PutWaitedOnCreate).
-// ASYNC_FLUSH answers at once; SYNC_FLUSH registers a completion that the
-// flusher (one fsync for many puts) or the timeout reaper answers.
+// reserves the bytes and copies a record of up to 16 KiB into the mapping
+// or write buffer; a larger record, and every pwrite, is copied after
+// unlocking (readers never see past an unfinished copy: a small ordered
+// list of pending ranges publishes the readable end). The lock's hold time
+// is recorded (Stats.PutLockHold). ASYNC_FLUSH answers at once; SYNC_FLUSH
+// registers a completion that the flusher (one msync/fdatasync for every
+// waiting put) or the timeout reaper (FLUSH_DISK_TIMEOUT after
+// syncFlushTimeout, never OK) answers. A failed sync turns the store
+// read-only until restart and is never retried.
+//
+// # Write paths
+//
+//	writeWithoutMmap=false (default)  memcpy into the shared mapping; msync
+//	                                  on flush. Pages ahead of the cursor are
+//	                                  pre-faulted (MADV_POPULATE_WRITE) by
+//	                                  the allocator goroutine.
+//	writeWithoutMmap=true             pwrite from the put goroutine after
+//	                                  the lock is released; fdatasync on
+//	                                  flush. Loss window: what the page cache
+//	                                  holds unsynced (power loss only; a
+//	                                  process kill loses nothing acknowledged
+//	                                  once its pwrite returned).
+//	transientStorePoolEnable=true     memcpy into a pooled write buffer
+//	(ASYNC_FLUSH only)                (transientStorePoolSize buffers of one
+//	                                  file, mlocked when the limit allows);
+//	                                  the committer pwrites runs of at least
+//	                                  commitCommitLogLeastPages pages every
+//	                                  commitIntervalCommitLog ms; readers see
+//	                                  only committed bytes. Loss window: a
+//	                                  process kill loses acknowledged puts
+//	                                  not yet committed (up to one commit
+//	                                  interval), as in RocketMQ.
+//
+// # Allocation ahead and the spill
+//
+// The allocator goroutine keeps preallocateFiles (2) CommitLog files
+// created, allocated (fileAllocation), fsynced, named (directory synced)
+// and mapped ahead of the writer, from start-up and again at each roll and
+// when the current file is half full. A roll that finds no ready file does
+// not create one: the writer continues into an in-memory spill (at most
+// writeSpillSize bytes, one file) that readers are served from and that
+// the allocator copies into the file once it exists (bulk outside the put
+// lock, the last delta under it). A full spill answers OS_PAGE_CACHE_BUSY
+// with a remark naming the allocation error. Counted: Spills, SpillWrites,
+// SpillFull, AllocFailures, PutWaitedOnCreate (always 0 unless
+// writeSpillSize=0).
+//
+// # Recovery
+//
+// Normal (no abort file): the last three CommitLog files are scanned to the
+// first record that is not valid. Abnormal (abort present): consume queues
+// keep only valid increasing entries below the checkpoint's dispatched
+// offset; the CommitLog is scanned from the file holding that offset and
+// every record is validated (magic, size, layout, body CRC, its own
+// physical-offset field). An invalid record before the checkpoint's
+// flushed offset refuses the start naming file and offset
+// (skipCorruptedRecords=true skips to the next valid record and counts the
+// loss); after it, the tail is cut and zeroed, consume queues and index
+// are truncated to match, and dispatch re-runs before any put. The body
+// CRC covers only the body: a flipped bit in another header field, the
+// topic or the properties passes these checks (as in RocketMQ).
 package store

@@ -135,7 +135,7 @@ func TestFsyncErrorMakesReadOnly(t *testing.T) {
 	st := openStarted(t, cfg, fs)
 	defer st.Shutdown()
 	mustPut(t, st, testMsg("E", 0, "before", ""))
-	fs.FailSync(1, syscall.EIO, false)
+	fs.FailSyncOn(st.commitLog.mfq.first().path, 1, syscall.EIO, false)
 	r := putSync(t, st, testMsg("E", 0, "failing", ""))
 	if r.Status == PutOK || !strings.Contains(r.Remark, "read-only") {
 		t.Fatalf("put during failing fsync: %v %q", r.Status, r.Remark)
@@ -147,8 +147,9 @@ func TestFsyncErrorMakesReadOnly(t *testing.T) {
 		}
 	}
 	var clSyncs atomic.Int64
+	failedFile := st.commitLog.mfq.first().path
 	fs.SetHook(func(op vfs.Op, name string) {
-		if op == vfs.OpSync && strings.Contains(name, "commitlog") {
+		if op == vfs.OpSync && name == failedFile {
 			clSyncs.Add(1)
 		}
 	})
@@ -214,6 +215,7 @@ func TestSlowCreationAtRollSpills(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.FlushDiskType = SyncFlush
 	cfg.SyncFlushTimeout = 20000
+	cfg.PreallocateFiles = 1
 	fs := vfs.NewFaultFS(vfs.OS())
 	st, err := Open(cfg, fs, nil)
 	if err != nil {

@@ -81,3 +81,7 @@ type Stats struct {
 	IndexLagBytes     int64
 	IndexError        string
 }
+
+// PageCacheRTLine is the cumulative PAGECACHERT distribution in RocketMQ's
+// log format (the per-minute line is logged by the store itself).
+func (s Stats) PageCacheRTLine() string { return s.PageCacheRT.PageCacheRTLine() }

@@ -45,9 +45,14 @@ type DefaultMessageStore struct {
 	diskFull  atomic.Pointer[string]
 	callbacks atomic.Pointer[[]func(string, int32, int64)]
 
-	stats       storeStats
-	delayLevels []int64
-	memTotal    int64
+	stats storeStats
+
+	// Dispatcher-goroutine caches (parseDispatch): the last topic and tags
+	// seen, so a run of one topic allocates nothing.
+	lastTopic, lastTags string
+	lastTagsCode        int64
+	delayLevels         []int64
+	memTotal            int64
 
 	ckMu sync.Mutex // one checkpoint writer at a time
 
@@ -642,11 +647,6 @@ func (st *DefaultMessageStore) Stats() Stats {
 		}
 	}
 	return out
-}
-
-// EvictPageCache drops CommitLog pages from memory.
-func (st *DefaultMessageStore) EvictPageCache(topic string) (EvictReport, error) {
-	return EvictReport{}, fmt.Errorf("EvictPageCache: %w yet", ErrNotBuilt)
 }
 
 // flushConsumeQueues syncs every dirty consume queue.

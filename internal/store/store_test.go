@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -368,3 +369,47 @@ func TestQueryMessageByKey(t *testing.T) {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+func TestEvictPageCache(t *testing.T) {
+	for _, wp := range writePaths[:2] {
+		t.Run(wp.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			wp.set(&cfg)
+			cfg.FlushIntervalCommitLog = 1 << 30 // flushed explicitly below
+			st := openStarted(t, cfg, vfs.OS())
+			defer st.Shutdown()
+			for i := 0; i < 1500; i++ {
+				topic := "EvA"
+				if i%2 == 1 {
+					topic = "EvB"
+				}
+				mustPut(t, st, testMsg(topic, 0, strings.Repeat("e", 300), ""))
+			}
+			waitDispatched(t, st, "EvA", 0, 750)
+			if err := st.commitLog.flusher.flushTo(st.commitLog.visible.Load()); err != nil {
+				t.Fatal(err)
+			}
+			r, err := st.EvictPageCache("EvA")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Files == 0 || r.Bytes == 0 || r.ResidentBefore == 0 || r.ResidentAfter >= r.ResidentBefore {
+				t.Fatalf("topic eviction: %+v", r)
+			}
+			r, err = st.EvictPageCache("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: all: %+v", wp.name, r)
+			if r.Files < 2 || r.ResidentAfter > r.ResidentBefore {
+				t.Fatalf("eviction: %+v", r)
+			}
+			// Still readable after eviction (from disk).
+			g := st.GetMessage("g", "EvB", 0, 0, 8, 0, nil)
+			if g.Status != Found {
+				t.Fatalf("read after eviction: %v", g.Status)
+			}
+			g.Release()
+		})
+	}
+}

@@ -148,11 +148,20 @@ func (cm *committer) commitFile(mf *MappedFile, all bool, least int64) bool {
 	c := cm.c
 	from := mf.committed.Load()
 	filled := mf.filled.Load()
+	if mf.spill != nil {
+		return false // not in a file yet: wait for the allocator
+	}
 	if mf.wbuf == nil {
-		// Written without a buffer (a spill was adopted): already in the
-		// file; committed moves with publication.
-		cm.where = mf.from + mf.committed.Load()
-		return mf.committed.Load() >= mf.size
+		// Written without a buffer (a loaded file, or an adopted spill):
+		// the bytes are in the file already.
+		if filled > from {
+			mf.committed.Store(filled)
+			c.visible.Store(mf.from + filled)
+			c.kickDispatch()
+			c.flusher.kick()
+		}
+		cm.where = mf.from + filled
+		return filled >= mf.size
 	}
 	full := filled >= mf.size
 	if filled > from && (all || full || filled/osPageSize-from/osPageSize >= least/osPageSize) {

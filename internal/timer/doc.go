@@ -98,16 +98,30 @@
 //  1. loads timerwheel (missing: a new wheel, cursor = now, enqOffset = 0,
 //     scanFrom = the CommitLog start when Topic has records); a bad checksum
 //     is corruption and Start fails naming the file;
+//
 //  2. sets the timer log's end to logEnd, so entries written after the
 //     checkpoint are overwritten, and removes files past logEnd and files
 //     with no live entry;
+//
 //  3. links again, from enqOffset, the timer records the consume queue holds
 //     (the enqueue goroutine, within timerReadBytesPerSec);
+//
 //  4. reads the CommitLog from scanFrom to its end (within the same budget)
 //     and collects every delivery marker (__TIMER_SRC, with TIMER_OUT_MS);
-//  5. only then delivers, from the checkpoint's cursor: a timer whose
+//
+//  5. waits until every timer record the consume queue held at Start is
+//     linked, and only then delivers, from the checkpoint's cursor: a timer whose
 //     record offset and due time match a collected marker is counted as
 //     delivered and skipped; every other due timer is delivered.
+//
+//  6. keeps scanFrom where it was until those markers can no longer match a
+//     pending timer: the previous run delivered only from slots up to its
+//     clock's second plus one, so scanFrom moves again once the cursor is
+//     past the restart's second plus one (or every marker was matched).
+//     Otherwise a checkpoint written while catching up would place scanFrom
+//     after markers of slots still ahead of the cursor, and the next
+//     recovery would deliver those timers again. (A clock that goes back
+//     across a restart weakens this bound.)
 //
 // The progress file is thus never trusted alone: what happened after it is
 // recomputed from the CommitLog. A timer whose record is gone when due

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,34 @@ type memStore struct {
 	now    func() int64
 	// fail, when set, may refuse a put (tests of retries).
 	fail func(m *message.Inner) *store.PutResult
+	// With manualFlush the flushed offset moves only with flush, and
+	// crashTail loses what lies past it.
+	manualFlush bool
+	flushed     int64
+	// getHook, when set, runs before every GetMessage (tests that hold
+	// the replay of the timer topic back).
+	getHook atomic.Pointer[func(topic string)]
+}
+
+func (s *memStore) flush() {
+	s.mu.Lock()
+	s.flushed = int64(len(s.log))
+	s.mu.Unlock()
+}
+
+// crashTail cuts the CommitLog back to the flushed offset, as a power loss
+// under ASYNC_FLUSH does, and the queue entries past it.
+func (s *memStore) crashTail() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = s.log[:s.flushed]
+	for k, q := range s.queues {
+		n := len(q)
+		for n > 0 && q[n-1] >= s.flushed {
+			n--
+		}
+		s.queues[k] = q[:n]
+	}
 }
 
 func newMemStore(now func() int64) *memStore {
@@ -61,6 +90,9 @@ func (s *memStore) recordLocked(phy int64) []byte {
 }
 
 func (s *memStore) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter store.MessageFilter) *store.GetResult {
+	if h := s.getHook.Load(); h != nil {
+		(*h)(topic)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[qkey(topic, queueID)]
@@ -115,7 +147,12 @@ func (s *memStore) MaxPhyOffset() int64 {
 	return int64(len(s.log))
 }
 func (s *memStore) Stats() store.Stats {
-	n := s.MaxPhyOffset()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := int64(len(s.log))
+	if s.manualFlush {
+		return store.Stats{CommitLogMax: n, CommitLogFlushed: s.flushed}
+	}
 	return store.Stats{CommitLogMax: n, CommitLogFlushed: n}
 }
 

@@ -203,3 +203,68 @@ func BenchmarkLateness1M(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLatenessStore100k runs the whole path over the real store: 100,000
+// timers due uniformly over 20 simulated seconds (5,000 due per second),
+// delivered through Store.PutMessage into their real topic.
+func BenchmarkLatenessStore100k(b *testing.B) {
+	const n = 100_000
+	root := b.TempDir()
+	scfg := storeConfig(root)
+	scfg.MappedFileSizeCommitLog = 64 << 20
+	scfg.MappedFileSizeConsumeQueue = 300_000 * store.CQEntrySize
+	scfg.FlushIntervalCommitLog = 500
+	scfg.FlushCommitLogLeastPages = 4
+	st, err := store.Open(scfg, vfs.OS(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer st.Shutdown()
+	clk := newJumpClock(time.UnixMilli(t0))
+	cfg := DefaultConfig()
+	cfg.StorePathRootDir = root
+	cfg.Clock = clk
+	svc, err := New(cfg, st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := svc.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer svc.Close()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var wg sync.WaitGroup
+	for i := range n {
+		due := t0 + 1000 + rnd.Int64N(20_000)
+		wg.Add(1)
+		ok, err := svc.Schedule(timerMsg(strconv.Itoa(i), message.PropertyTimerDeliverMS, strconv.FormatInt(due, 10)),
+			func(store.PutResult) { wg.Done() })
+		if !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+	wg.Wait()
+	for svc.Stats().EnqueueOffset < n {
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	clk.start()
+	for svc.Stats().Delivered < n {
+		time.Sleep(5 * time.Millisecond)
+	}
+	wall := time.Since(start)
+	b.StopTimer()
+	s := svc.Stats()
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(s.Lateness.P50), "p50-late-ms")
+	b.ReportMetric(ms(s.Lateness.P99), "p99-late-ms")
+	b.ReportMetric(ms(s.Lateness.Max), "max-late-ms")
+	b.ReportMetric(float64(n)/wall.Seconds(), "deliveries/s")
+	if got := st.MaxOffsetInQueue("T", 0); s.Pending != 0 {
+		b.Fatalf("pending %d, delivered records %d", s.Pending, got)
+	}
+}

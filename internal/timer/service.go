@@ -78,18 +78,22 @@ type Service struct {
 	scanFrom  int64 // CommitLog offset before every delivery of the cursor's slot
 	enqOffset int64 // next consume-queue offset of Topic to link
 	enqPhyEnd int64 // end of the last linked timer record in the CommitLog
+	replayTo  int64 // consume-queue end at Start: linked before any delivery
 	cur       *loadedSlot
 	skip      map[int64]int64 // delivered after the checkpoint: timer record offset -> due
+	skipUntil int64           // last second the previous run can have been delivering
 
 	wake    chan struct{}
 	enqWake chan struct{}
+	linked  chan struct{} // signalled after each linked batch
 	quit    chan struct{}
 	wg      sync.WaitGroup
 	closed  sync.Once
 
-	ckMu   sync.Mutex
-	ckErr  atomic.Pointer[string]
-	ckLast atomic.Int64
+	ckMu      sync.Mutex
+	flushWait time.Duration // longest a checkpoint waits for the CommitLog flush
+	ckErr     atomic.Pointer[string]
+	ckLast    atomic.Int64
 
 	recovering atomic.Bool
 	pending    atomic.Int64
@@ -147,7 +151,8 @@ func New(cfg Config, st Store) (*Service, error) {
 	s := &Service{cfg: cfg, st: st, fs: cfg.FS, clock: cfg.Clock, logger: cfg.Logger, deliver: cfg.Deliver,
 		wheelPath: filepath.Join(cfg.StorePathRootDir, "timerwheel"), clSize: cfg.CommitLogFileSize,
 		segLive: map[int64]int64{}, skip: map[int64]int64{},
-		wake: make(chan struct{}, 1), enqWake: make(chan struct{}, 1), quit: make(chan struct{})}
+		wake: make(chan struct{}, 1), enqWake: make(chan struct{}, 1), linked: make(chan struct{}, 1),
+		quit: make(chan struct{}), flushWait: flushWaitMax}
 	if s.fs == nil {
 		s.fs = vfs.Default
 	}
@@ -287,6 +292,10 @@ func (s *Service) recoverFiles() error {
 		s.segLive[sg.start] = sg.live
 	}
 	s.cursor, s.scanFrom, s.enqOffset, s.enqPhyEnd = img.cursor, img.scanFrom, img.enqOffset, img.scanFrom
+	if r := s.st.GetMessage(enqueueGroup, Topic, 0, img.enqOffset, 1, 1, nil); r != nil {
+		s.replayTo = r.MaxOffset
+		r.Release()
+	}
 	s.log.end.Store(img.logEnd)
 	// Files past the checkpoint's end, and files the checkpoint no longer
 	// references, hold nothing reachable.
@@ -552,13 +561,18 @@ func (s *Service) runEnqueue() {
 		if r.Status != store.Found {
 			next := r.NextBeginOffset
 			r.Release()
-			if next != off && (r.Status == store.OffsetTooSmall || r.Status == store.OffsetFoundNull || r.Status == store.OffsetOverflowBadly) {
+			// Only ever move forward: going back would link timers twice.
+			if next > off && (r.Status == store.OffsetTooSmall || r.Status == store.OffsetFoundNull) {
 				s.mu.Lock()
 				if s.enqOffset == off {
 					s.enqOffset = next
 				}
 				s.mu.Unlock()
 				continue
+			}
+			if r.Status == store.OffsetOverflowBadly {
+				s.logger.Warn("timer: the timer topic's consume queue ends before the linked offset; waiting for it",
+					"linked", off, "queueMax", next)
 			}
 			if !s.idle(s.enqWake, enqueueIdle) {
 				return
@@ -599,6 +613,7 @@ func (s *Service) runEnqueue() {
 			}
 		}
 		s.mu.Unlock()
+		signal(s.linked)
 		if err != nil {
 			s.logger.Error("timer: linking timers failed, will retry", "err", err)
 			if !s.idle(nil, enqueueIdle) {
@@ -638,10 +653,28 @@ func (s *Service) runRecoverThenDeliver() {
 	if !ok {
 		return
 	}
+	// Every timer record the queue held at Start is linked before the
+	// first delivery: one linked later could be a delivered timer whose
+	// marker is no longer remembered.
+	for {
+		s.mu.Lock()
+		done := s.enqOffset >= s.replayTo
+		s.mu.Unlock()
+		if done {
+			break
+		}
+		if !s.idle(s.linked, 100*time.Millisecond) {
+			return
+		}
+	}
 	s.mu.Lock()
 	for phy, due := range found {
 		s.skip[phy] = due
 	}
+	// The previous run delivered only from slots up to its clock's second
+	// plus one, so once the cursor is past ours every marker found has
+	// been matched or belongs to no pending timer.
+	s.skipUntil = s.nowMs()/1000 + 1
 	s.mu.Unlock()
 	s.recovering.Store(false)
 	s.runDelivery()
@@ -847,6 +880,16 @@ func (s *Service) finishSlotLocked() error {
 	for start, n := range c.refs {
 		s.segLive[start] -= n
 	}
+	// scanFrom may move past the markers found at recovery only when none
+	// of them can still match a pending timer: a checkpoint written before
+	// would make the next recovery miss them.
+	if len(s.skip) > 0 && s.cursor <= s.skipUntil {
+		return nil
+	}
+	if len(s.skip) > 0 {
+		s.logger.Info("timer: delivery markers matching no pending timer dropped", "count", len(s.skip))
+		clear(s.skip)
+	}
 	s.scanFrom = s.st.MaxPhyOffset()
 	return nil
 }
@@ -961,7 +1004,7 @@ func (s *Service) runCheckpoints() {
 // consistent image of the wheel, once the CommitLog is flushed past every
 // delivery and timer record the image counts as done. A failed sync stops
 // all later checkpoints (recovery then starts from the last good one).
-func (s *Service) Checkpoint() error { return s.checkpoint(flushWaitMax) }
+func (s *Service) Checkpoint() error { return s.checkpoint(s.flushWait) }
 
 // checkpoint waits at most wait for the CommitLog flush.
 func (s *Service) checkpoint(wait time.Duration) error {
@@ -1048,7 +1091,7 @@ func (s *Service) Close() error {
 		}
 		close(s.quit)
 		s.wg.Wait()
-		err = s.checkpoint(closeFlushWait)
+		err = s.checkpoint(min(s.flushWait, closeFlushWait))
 		err = errors.Join(err, s.log.close())
 	})
 	return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -55,6 +56,7 @@ type FaultFS struct {
 	syncN       int64 // syncs so far
 	failSyncAt  int64 // 0: never; else the syncN that fails (and every later one when failSticky)
 	failSticky  bool
+	failMatch   string
 	syncErr     error
 	enospcWrite bool
 	enospcAlloc bool
@@ -90,12 +92,17 @@ func (fs *FaultFS) SetLatency(op Op, d time.Duration) {
 
 // FailSync makes the nth sync from now fail with err (EIO when nil); with
 // sticky every later one fails too.
-func (fs *FaultFS) FailSync(n int64, err error, sticky bool) {
+func (fs *FaultFS) FailSync(n int64, err error, sticky bool) { fs.FailSyncOn("", n, err, sticky) }
+
+// FailSyncOn is FailSync counting only syncs of paths that contain match.
+func (fs *FaultFS) FailSyncOn(match string, n int64, err error, sticky bool) {
 	if err == nil {
 		err = syscall.EIO
 	}
 	fs.mu.Lock()
-	fs.failSyncAt, fs.syncErr, fs.failSticky = fs.syncN+n, err, sticky
+	fs.syncN = 0
+	fs.failMatch = match
+	fs.failSyncAt, fs.syncErr, fs.failSticky = n, err, sticky
 	fs.mu.Unlock()
 }
 
@@ -170,6 +177,9 @@ func (fs *FaultFS) before(op Op, name string) {
 func (fs *FaultFS) syncFault(name string) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	if fs.failMatch != "" && !strings.Contains(name, fs.failMatch) {
+		return nil
+	}
 	fs.syncN++
 	if fs.failSyncAt > 0 && (fs.syncN == fs.failSyncAt || (fs.failSticky && fs.syncN > fs.failSyncAt)) {
 		return &os.PathError{Op: "fsync", Path: name, Err: fmt.Errorf("%w: %w", ErrInjected, fs.syncErr)}

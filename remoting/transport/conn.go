@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -341,6 +342,7 @@ func (c *Conn) writeLoop() {
 		case <-c.closed:
 			return
 		}
+		yielded := false
 		for {
 			c.wmu.Lock()
 			if c.writing || len(c.wq) == 0 {
@@ -353,12 +355,21 @@ func (c *Conn) writeLoop() {
 			// while the writer walks the other.
 			c.wq = c.wspare[:0]
 			c.wmu.Unlock()
+			n := len(batch)
 			err := c.writeBatch(batch)
 			if err == nil {
-				c.wmu.Lock()
-				empty := len(c.wq) == 0
-				c.wmu.Unlock()
+				empty := c.queueEmpty()
+				if empty && n > 1 && !yielded && c.bw.Buffered() < writeBufferSize/2 {
+					// Several commands came at once: others are likely
+					// about to follow (pipelining peers, parallel
+					// handlers). Let them run once before the system
+					// call, so one write carries them all.
+					yielded = true
+					runtime.Gosched()
+					empty = c.queueEmpty()
+				}
 				if empty {
+					yielded = false
 					err = c.bw.Flush()
 				}
 			}
@@ -371,6 +382,12 @@ func (c *Conn) writeLoop() {
 			}
 		}
 	}
+}
+
+func (c *Conn) queueEmpty() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return len(c.wq) == 0
 }
 
 func (c *Conn) writeBatch(batch []outItem) error {

@@ -94,9 +94,6 @@ func allocationStallOnce(t *testing.T) (float64, float64) {
 	storeInvariants(t, s1)
 	answerInvariants(t, "baseline", base)
 	answerInvariants(t, "stall", stall)
-	if s1.SpillFull != 0 {
-		t.Errorf("store refused %d puts with a full spill during a %v allocation stall", s1.SpillFull, slowCreate)
-	}
 	if rolls < 1 {
 		t.Errorf("no CommitLog roll happened during the stall window (offset %d -> %d, file size %d)", s0.CommitLogMax, s1.CommitLogMax, fileSize)
 	}

@@ -25,32 +25,58 @@ func TestColdReadStorm(t *testing.T) {
 	}
 }
 
-// evictOld drops the CommitLog's pages from memory: through the store's
-// hook when it is built, else by stopping the broker (unmapping every
-// file), dropping the files' cached pages and starting it again.
-func evictOld(t *testing.T, r *rig) string {
+// evictor drops the CommitLog's pages from memory right before the storm:
+// through the store's hook when it is built, else by posix_fadvise(DONTNEED)
+// on files the store has not touched through a mapping since it started.
+type evictor struct {
+	hook  bool
+	files []string
+}
+
+// prepareEvict runs after the old data is written. Without the store's
+// hook it restarts the broker, so no mapping holds the old pages any more
+// (fadvise cannot drop mapped pages), and waits for recovery, dispatch and
+// the index builder to stop reading them.
+func prepareEvict(t *testing.T, r *rig) *evictor {
 	t.Helper()
-	rep, err := r.st.EvictPageCache("")
-	if err == nil {
-		t.Logf("EvictPageCache: %d files, %s, resident %s -> %s", rep.Files, mib(rep.Bytes), mib(rep.ResidentBefore), mib(rep.ResidentAfter))
+	if _, err := r.st.EvictPageCache(""); err == nil {
+		return &evictor{hook: true}
+	} else if !errors.Is(err, store.ErrNotBuilt) {
+		t.Fatalf("EvictPageCache: %v", err)
+	} else {
+		t.Logf("store.EvictPageCache is not built (%v); evicting by restart + posix_fadvise(DONTNEED)", err)
+	}
+	r.restartBroker()
+	r.waitDispatched()
+	deadline := time.Now().Add(30 * time.Second)
+	for r.st.Stats().IndexLagBytes > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return &evictor{files: r.commitLogFiles()}
+}
+
+func (e *evictor) method() string {
+	if e.hook {
 		return "store.EvictPageCache"
 	}
-	if !errors.Is(err, store.ErrNotBuilt) {
-		t.Fatalf("EvictPageCache: %v", err)
-	}
-	t.Logf("store.EvictPageCache is not built (%v); evicting by restart + posix_fadvise(DONTNEED)", err)
-	r.stopBroker()
-	files := r.commitLogFiles()
-	if err := dropCache(files); err != nil {
-		t.Fatal(err)
-	}
-	r.startBroker()
-	// Recovery may have read the tail back; pages it read without a
-	// mapping can be dropped again.
-	if err := dropCache(files); err != nil {
-		t.Fatal(err)
-	}
 	return "restart + posix_fadvise(DONTNEED)"
+}
+
+func (e *evictor) evict(t *testing.T, r *rig, oldEnd int64) {
+	t.Helper()
+	if e.hook {
+		// The hook drops only flushed pages.
+		waitFlushedTo(t, r.st, oldEnd)
+		rep, err := r.st.EvictPageCache("")
+		if err != nil {
+			t.Fatalf("EvictPageCache: %v", err)
+		}
+		t.Logf("EvictPageCache: %d files, %s, resident %s -> %s", rep.Files, mib(rep.Bytes), mib(rep.ResidentBefore), mib(rep.ResidentAfter))
+		return
+	}
+	if err := dropCache(e.files); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func coldReadStormOnce(t *testing.T) float64 {
@@ -65,7 +91,7 @@ func coldReadStormOnce(t *testing.T) float64 {
 	coldEnd := r.st.MaxPhyOffset()
 	t.Logf("old data: %d messages, %s of CommitLog in %v", n, mib(coldEnd), time.Since(t0).Round(time.Millisecond))
 	stopAt := r.maxOffsets(cold, queues)
-	method := evictOld(t, r)
+	ev := prepareEvict(t, r)
 
 	addr := r.addr()
 	capLoad := sendLoad{Addr: addr, Topic: hot, Queues: queues, Conns: 16, Inflight: 4, Size: 1024}
@@ -80,6 +106,7 @@ func coldReadStormOnce(t *testing.T) float64 {
 	base := runSends(ctx, steady, prof.coldPhase+5*time.Second)
 	cancel()
 
+	ev.evict(t, r, coldEnd)
 	res, total, err := residency(r.commitLogFiles(), coldEnd)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +130,7 @@ func coldReadStormOnce(t *testing.T) float64 {
 	resAfter, _, _ := residency(r.commitLogFiles(), coldEnd)
 
 	t.Logf("eviction by %s: old data %.1f%% resident before the storm (%s of %s), %.1f%% after",
-		method, resPct, mib(res), mib(total), 100*ratio(resAfter, total))
+		ev.method(), resPct, mib(res), mib(total), 100*ratio(resAfter, total))
 	t.Logf("capacity (closed loop 16x4, 1 KiB) %.0f msg/s; steady load paced at %.0f msg/s", capacity, steady.Rate)
 	t.Logf("baseline %s", base.describe())
 	t.Logf("storm    %s", storm.describe())

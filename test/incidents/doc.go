@@ -1,5 +1,5 @@
 // Package incidents replays, as tests, the production incidents Spool was
-// designed against (the field reports under shared/seeds): a slow fsync
+// designed against (the field reports behind its design rules): a slow fsync
 // under the log lock, a stalled CommitLog file allocation, a cold-read
 // storm, a send-queue overload and a transaction check-back storm. Each
 // scenario measures a no-fault baseline in the same run and compares.
@@ -20,12 +20,12 @@
 //
 // The rig of every scenario:
 //
-//	 generator goroutines (or a child process     test process
-//	 at GOMAXPROCS=1 for the overload)            ┌──────────────────────────────┐
-//	   SEND_MESSAGE_V2 ───────────────────────▶   │ broker (127.0.0.1:0)         │
-//	   PULL_MESSAGE    ───────────────────────▶   │   └─ store.DefaultMessageStore│
-//	 name server (127.0.0.1:0) ◀─ route lookup    │        └─ vfs.FaultFS | vfs.OS│
-//	                                              └──────────────────────────────┘
+//	generator goroutines, or a child          test process
+//	process at GOMAXPROCS=1 (overload)     +--------------------------------+
+//	  SEND_MESSAGE_V2 ------------------>  | broker on 127.0.0.1:0          |
+//	  PULL_MESSAGE    ------------------>  |   store.DefaultMessageStore    |
+//	  GET_ROUTEINFO_BY_TOPIC --> name      |     vfs.FaultFS (faults) or OS |
+//	  server on 127.0.0.1:0                +--------------------------------+
 //
 // The overload child receives its plan in the environment variable
 // SPOOL_INCIDENT_CHILD_PLAN (JSON) and prints one line back:

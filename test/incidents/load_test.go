@@ -323,13 +323,13 @@ func runPulls(ctx context.Context, l pullLoad) pullResult {
 	cli := transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second})
 	defer cli.Close()
 	var (
-		lat, e2e                    stats.Histogram
-		pulls, msgs, nbytes, errs   atomic.Int64
-		done                        atomic.Int64
-		firstErr                    atomic.Value
-		wg                          sync.WaitGroup
-		start                       = time.Now()
-		maxMsgs                     = max(l.MaxMsgs, 1)
+		lat, e2e                  stats.Histogram
+		pulls, msgs, nbytes, errs atomic.Int64
+		done                      atomic.Int64
+		firstErr                  atomic.Value
+		wg                        sync.WaitGroup
+		start                     = time.Now()
+		maxMsgs                   = max(l.MaxMsgs, 1)
 	)
 	for q := 0; q < l.Queues; q++ {
 		wg.Add(1)

@@ -21,7 +21,9 @@ const (
 )
 
 // overloadPlan is what the generator child runs: a ladder of
-// producers×in-flight steps to find the saturating level, then twice that
+// producers×in-flight steps to find the saturating level (the smallest
+// within 10 % of the best throughput, climbing until two steps in a row
+// gain less than 10 %), then twice that
 // level for Overload (group A and group B, each the saturating level), then
 // group A alone for Recovery.
 type overloadPlan struct {
@@ -76,21 +78,30 @@ func runOverloadPlan(p overloadPlan) overloadReport {
 		return sendLoad{Addr: p.Addr, Topic: p.Topic, Queues: p.Queues, Conns: producers, Inflight: inflight, Size: p.Size,
 			Timeout: 3 * time.Second}
 	}
-	rep.Saturating = -1
-	for i, s := range p.Ladder {
+	// Climb until two steps in a row gain less than 10 % over the best so
+	// far; the saturating level is the smallest one within 10 % of the best.
+	flat := 0
+	for _, s := range p.Ladder {
 		ctx, cancel := context.WithTimeout(context.Background(), p.Step)
 		res := runSends(ctx, load(s[0], s[1]), p.Step+5*time.Second)
 		cancel()
 		st := ladderStep{Producers: s[0], Inflight: s[1], Throughput: res.Throughput(), Result: res}
 		rep.Ladder = append(rep.Ladder, st)
+		if st.Throughput < 1.1*rep.Capacity {
+			flat++
+		} else {
+			flat = 0
+		}
 		rep.Capacity = max(rep.Capacity, st.Throughput)
-		if i > 0 && st.Throughput < 1.1*rep.Ladder[i-1].Throughput {
-			rep.Saturating = i - 1
+		if flat == 2 {
 			break
 		}
 	}
-	if rep.Saturating < 0 {
-		rep.Saturating = len(rep.Ladder) - 1
+	for i, st := range rep.Ladder {
+		if st.Throughput >= 0.9*rep.Capacity {
+			rep.Saturating = i
+			break
+		}
 	}
 	sat := rep.Ladder[rep.Saturating]
 	a, b := newRecorder(p.Overload+p.Recovery+5*time.Second), newRecorder(p.Overload+5*time.Second)

@@ -22,6 +22,10 @@ var prof = profile{
 	coldCapacity: 1500 * time.Millisecond,
 	coldPhase:    3 * time.Second,
 
+	txnHalves:   5000,
+	txnBaseline: 2 * time.Second,
+	txnStorm:    3 * time.Second,
+
 	ladderStep: 300 * time.Millisecond,
 	overload:   2 * time.Second,
 	recovery:   1500 * time.Millisecond,

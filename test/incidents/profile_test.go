@@ -32,6 +32,11 @@ type profile struct {
 	coldCapacity time.Duration
 	coldPhase    time.Duration
 
+	// Transaction check-back storm.
+	txnHalves   int
+	txnBaseline time.Duration
+	txnStorm    time.Duration
+
 	// Overload.
 	ladderStep time.Duration
 	overload   time.Duration

@@ -22,6 +22,10 @@ var prof = profile{
 	coldCapacity: 3 * time.Second,
 	coldPhase:    10 * time.Second,
 
+	txnHalves:   50000,
+	txnBaseline: 10 * time.Second,
+	txnStorm:    10 * time.Second,
+
 	ladderStep: time.Second,
 	overload:   10 * time.Second,
 	recovery:   3 * time.Second,

@@ -269,6 +269,7 @@ func (r *rig) fill(topic string, queues, size int, total int64) int64 {
 	n := total / int64(size)
 	var next, failed, busy atomic.Int64
 	var firstErr atomic.Value
+	deadline := time.Now().Add(30 * time.Second)
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
@@ -280,13 +281,13 @@ func (r *rig) fill(topic string, queues, size int, total int64) int64 {
 					return
 				}
 				m := &message.Inner{Topic: topic, QueueID: int32(i % int64(queues)), Body: body,
-					Properties: map[string]string{message.PropertyUniqClientMessageIDKeyIdx: message.NewUniqID()},
+					Properties:    map[string]string{message.PropertyUniqClientMessageIDKeyIdx: message.NewUniqID()},
 					BornTimestamp: time.Now().UnixMilli(), BornHost: host, StoreHost: host}
 				for {
 					ch := make(chan store.PutResult, 1)
 					r.st.PutMessage(m, func(res store.PutResult) { ch <- res })
 					res := <-ch
-					if res.Status == store.OSPageCacheBusy {
+					if res.Status == store.OSPageCacheBusy && time.Now().Before(deadline) {
 						// Setup writes faster than any producer; when it
 						// outruns the allocator, wait for it.
 						busy.Add(1)
@@ -304,7 +305,9 @@ func (r *rig) fill(topic string, queues, size int, total int64) int64 {
 	}
 	wg.Wait()
 	if f := failed.Load(); f > 0 {
-		r.t.Fatalf("filling %s: %d puts failed, first: %v", topic, f, firstErr.Load())
+		s := r.st.Stats()
+		r.t.Fatalf("filling %s: %d puts failed (%d busy answers retried for 30s), first: %v; store: spills %d, spill full %d, ready files %d, files created %d, alloc failures %d",
+			topic, f, busy.Load(), firstErr.Load(), s.Spills, s.SpillFull, s.ReadyFiles, s.FilesCreated, s.AllocFailures)
 	}
 	if b := busy.Load(); b > 0 {
 		r.t.Logf("filling %s: %d puts answered busy and were retried (the fill outran the allocator)", topic, b)
@@ -329,9 +332,15 @@ func (r *rig) commitLogFiles() []string {
 }
 
 // storeInvariants checks the counters every scenario must keep: nothing
-// synced under the put lock, no put waited on a file creation.
+// synced under the put lock, no put waited on a file creation, no put
+// refused for a full write spill or an exhausted transient pool (the
+// store's page-cache-busy causes it counts).
 func storeInvariants(t testing.TB, s store.Stats) {
 	t.Helper()
+	if s.SpillFull != 0 || s.PoolExhausted != 0 {
+		t.Errorf("store refused puts as page-cache busy: %d with a full write spill (SpillFull), %d with the transient pool exhausted (PoolExhausted); want 0",
+			s.SpillFull, s.PoolExhausted)
+	}
 	if s.SyncUnderPutLock != 0 {
 		t.Errorf("store counted %d fsync/msync calls under the put lock (SyncUnderPutLock), want 0", s.SyncUnderPutLock)
 	}

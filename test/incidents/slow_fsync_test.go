@@ -88,10 +88,21 @@ func setSlowSync(fs *vfs.FaultFS, d time.Duration) {
 // fault switched on afterwards slows every later flush.
 func waitFlushed(t testing.TB, st *store.DefaultMessageStore) {
 	t.Helper()
+	waitFlushedTo(t, st, -1)
+}
+
+// waitFlushedTo waits until the CommitLog is flushed up to target (its end
+// when target < 0).
+func waitFlushedTo(t testing.TB, st *store.DefaultMessageStore, target int64) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		s := st.Stats()
-		if s.CommitLogFlushed >= s.CommitLogMax {
+		want := target
+		if want < 0 {
+			want = s.CommitLogMax
+		}
+		if s.CommitLogFlushed >= want {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -49,10 +49,14 @@
 // one "topic#key" per space-separated KEYS entry, all written to one file
 // (a message that does not fit starts a new file).
 //
-// Durability: entries, slots and the header are written with pwrite in that
-// order on every Put, so after a process kill the header describes whole
-// messages; Flush makes them durable with fdatasync (and syncs the directory
-// after a new file). After a machine crash a file can hold any mix of
+// Durability: Put changes only memory (the newest file's hash slots are
+// kept in memory, encoded as on disk); its entries, the slot pages they
+// changed and the header are written back with a few large pwrites, in that
+// order, when 1 MiB of entries is buffered, when a file fills, and at every
+// Flush, so after a process kill the header describes whole messages as of
+// the last write-back and the store's index dispatcher re-feeds the rest from
+// IndexedPhyOffset. Flush then makes them durable with fdatasync (and syncs
+// the directory after a new file). After a machine crash a file can hold any mix of
 // synced and lost pages: Truncate, which the store calls after abnormal
 // recovery, validates the newest file entry by entry, cuts it at the first
 // bad entry or at the recovered CommitLog end, and rebuilds its hash slots.

@@ -82,23 +82,37 @@ func FileSize(maxHashSlotNum, maxIndexNum int) int64 {
 	return HeaderSize + int64(maxHashSlotNum)*HashSlotSize + int64(maxIndexNum)*EntrySize
 }
 
-// indexFile is one open index file. Its header lives in memory and is
-// written after every put; the writable (newest) file also keeps its hash
-// slots in memory (slots != nil), older files are read with pread.
+// slotPageSize is the unit in which dirty hash slots are written back
+// (1,024 slots).
+const slotPageSize = 4096
+
+// indexFile is one open index file. Its header lives in memory; the
+// writable (newest) file also keeps its hash slots in memory (slots != nil,
+// encoded as on disk) and buffers its changes: entries appended since the
+// last write-back (pend, numbered from pendFirst), the slot pages they
+// changed (dirty) and the header. writeBackLocked writes them with a few
+// large pwrites, entries first, then the slot pages, then the header, so a
+// header on disk never counts an entry that is not there. Older files are
+// read with pread.
 //
 // Entries numbered below hdr.indexCount never change while the file is in
-// the Service's list (Truncate, which rewrites them, excludes queries), so
-// queries read them without holding mu.
+// the Service's list (Truncate, which rewrites them, excludes queries);
+// those below pendFirst are read from the file without holding mu.
 type indexFile struct {
 	name     string // base name, yyyyMMddHHmmssSSS
 	f        vfs.File
 	slotNum  int
 	indexNum int
 
-	mu    sync.RWMutex // guards hdr and slots
-	hdr   header
-	slots []int32 // writable file only
-	dirty bool    // written since the last sync
+	mu        sync.RWMutex // guards hdr, diskHdr, slots, pend and pendFirst
+	hdr       header       // as of the last put
+	diskHdr   header       // as last written to the file
+	slots     []byte       // writable file only: slotNum big-endian int32
+	pend      []byte       // entries not yet written, numbered from pendFirst
+	pendFirst int32
+	dirty     []uint64 // bit per slot page changed since the last write-back (writer only)
+	anyDirty  bool     // writer only
+	synced    bool     // nothing written since the last sync
 }
 
 func (x *indexFile) slotOffset(slot int) int64 {
@@ -139,7 +153,8 @@ func openIndexFile(f vfs.File, name string, slotNum, indexNum int) (*indexFile, 
 	case h.beginTimestamp < 0 || h.endTimestamp < h.beginTimestamp:
 		return nil, fmt.Errorf("%w: %s: timestamps %d..%d", ErrCorrupt, name, h.beginTimestamp, h.endTimestamp)
 	}
-	return &indexFile{name: name, f: f, slotNum: slotNum, indexNum: indexNum, hdr: h}, nil
+	return &indexFile{name: name, f: f, slotNum: slotNum, indexNum: indexNum, hdr: h, diskHdr: h,
+		pendFirst: h.indexCount, synced: true}, nil
 }
 
 // createIndexFile initialises a new file: allocated to its full size, the
@@ -155,24 +170,111 @@ func createIndexFile(f vfs.File, name string, slotNum, indexNum int, prevEndPhy,
 		}
 	}
 	x := &indexFile{name: name, f: f, slotNum: slotNum, indexNum: indexNum,
-		hdr: header{indexCount: 1}, slots: make([]int32, slotNum), dirty: true}
+		hdr: header{indexCount: 1}, slots: make([]byte, slotNum*HashSlotSize), pendFirst: 1}
 	if prevEndPhy > 0 {
 		x.hdr.beginPhyOffset, x.hdr.endPhyOffset = prevEndPhy, prevEndPhy
 	}
 	if prevEndTs > 0 {
 		x.hdr.beginTimestamp, x.hdr.endTimestamp = prevEndTs, prevEndTs
 	}
-	if err := x.writeHeaderLocked(); err != nil {
+	if err := x.writeHeader(x.hdr); err != nil {
 		return nil, err
 	}
 	return x, nil
 }
 
-func (x *indexFile) writeHeaderLocked() error {
+// writeHeader writes h to the file and records it as the header on disk.
+func (x *indexFile) writeHeader(h header) error {
 	var b [HeaderSize]byte
-	x.hdr.encode(b[:])
+	h.encode(b[:])
 	if _, err := x.f.WriteAt(b[:], 0); err != nil {
 		return fmt.Errorf("index: write header of %s: %w", x.name, err)
+	}
+	x.mu.Lock()
+	x.diskHdr = h
+	x.synced = false
+	x.mu.Unlock()
+	return nil
+}
+
+// slot returns hash slot i of a writable file (caller holds mu or is the
+// writer).
+func (x *indexFile) slot(i int) int32 {
+	return int32(binary.BigEndian.Uint32(x.slots[i*HashSlotSize:]))
+}
+
+// setSlotLocked sets hash slot i and marks its page for write-back (caller
+// holds mu for writing and is the writer).
+func (x *indexFile) setSlotLocked(i int, v int32) {
+	binary.BigEndian.PutUint32(x.slots[i*HashSlotSize:], uint32(v))
+	page := i * HashSlotSize / slotPageSize
+	if x.dirty == nil {
+		pages := (x.slotNum*HashSlotSize + slotPageSize - 1) / slotPageSize
+		x.dirty = make([]uint64, (pages+63)/64)
+	}
+	x.dirty[page/64] |= 1 << (page % 64)
+	x.anyDirty = true
+}
+
+// pending reports whether changes wait for writeBackLocked.
+func (x *indexFile) pending() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.pend) > 0 || x.anyDirty || x.hdr != x.diskHdr
+}
+
+// writeBackLocked writes the buffered entries, the changed slot pages and
+// then the header, each as few large pwrites (the caller is the writer:
+// it holds the Service's writeMu). On error nothing is dropped from memory.
+func (x *indexFile) writeBackLocked() error {
+	x.mu.RLock()
+	h, pend, first, disk := x.hdr, x.pend, x.pendFirst, x.diskHdr
+	x.mu.RUnlock()
+	if len(pend) > 0 {
+		if _, err := x.f.WriteAt(pend, x.entryOffset(first)); err != nil {
+			return fmt.Errorf("index: write entries of %s: %w", x.name, err)
+		}
+	}
+	if x.anyDirty {
+		// Runs of dirty pages, bridging gaps of up to two clean pages (a
+		// page copy costs less than a system call).
+		const bridge = 2
+		pages := (len(x.slots) + slotPageSize - 1) / slotPageSize
+		for p := 0; p < pages; {
+			if x.dirty[p/64] == 0 && p%64 == 0 {
+				p += 64
+				continue
+			}
+			if x.dirty[p/64]&(1<<(p%64)) == 0 {
+				p++
+				continue
+			}
+			start, end := p, p+1
+			for q := end; q < pages && q <= end+bridge; q++ {
+				if x.dirty[q/64]&(1<<(q%64)) != 0 {
+					end = q + 1
+				}
+			}
+			lo, hi := start*slotPageSize, min(end*slotPageSize, len(x.slots))
+			if _, err := x.f.WriteAt(x.slots[lo:hi], x.slotOffset(0)+int64(lo)); err != nil {
+				return fmt.Errorf("index: write slots of %s: %w", x.name, err)
+			}
+			p = end
+		}
+		clear(x.dirty)
+		x.anyDirty = false
+	}
+	if h != disk {
+		if err := x.writeHeader(h); err != nil {
+			return err
+		}
+	}
+	if len(pend) > 0 {
+		x.mu.Lock()
+		// Only the writer appends, so pend is unchanged since the snapshot.
+		x.pend = x.pend[:0]
+		x.pendFirst = h.indexCount
+		x.mu.Unlock()
 	}
 	return nil
 }
@@ -181,25 +283,18 @@ func (x *indexFile) writeHeaderLocked() error {
 // writable. It reports whether any slot points past indexCount (a put cut
 // short by a crash), which calls for a repair.
 func (x *indexFile) loadSlots() (inconsistent bool, err error) {
-	slots := make([]int32, x.slotNum)
-	buf := make([]byte, 64<<10)
-	for i := 0; i < x.slotNum; {
-		n := min(len(buf)/HashSlotSize, x.slotNum-i)
-		b := buf[:n*HashSlotSize]
-		if _, err := x.f.ReadAt(b, x.slotOffset(i)); err != nil {
-			return false, fmt.Errorf("index: read slots of %s: %w", x.name, err)
-		}
-		for j := 0; j < n; j++ {
-			v := int32(binary.BigEndian.Uint32(b[j*HashSlotSize:]))
-			if v < 0 || v >= x.hdr.indexCount {
-				if v != 0 {
-					inconsistent = true
-				}
-				v = 0
+	slots := make([]byte, x.slotNum*HashSlotSize)
+	if _, err := x.f.ReadAt(slots, x.slotOffset(0)); err != nil {
+		return false, fmt.Errorf("index: read slots of %s: %w", x.name, err)
+	}
+	for j := 0; j < len(slots); j += HashSlotSize {
+		v := int32(binary.BigEndian.Uint32(slots[j:]))
+		if v < 0 || v >= x.hdr.indexCount {
+			if v != 0 {
+				inconsistent = true
 			}
-			slots[i+j] = v
+			binary.BigEndian.PutUint32(slots[j:], 0)
 		}
-		i += n
 	}
 	x.mu.Lock()
 	x.slots = slots
@@ -213,15 +308,11 @@ func (x *indexFile) full() bool { return int(x.hdr.indexCount) >= x.indexNum }
 // room is the number of entries that still fit.
 func (x *indexFile) room() int { return x.indexNum - int(x.hdr.indexCount) }
 
-// putKeysLocked appends one entry per hash for a record (the caller holds
-// the Service's write lock, so there is one writer). hashes must fit
-// (len(hashes) <= room()). Entries go first, then the slots, then the
-// header, so a header on disk never counts an entry that is not there
-// (within one process lifetime).
-func (x *indexFile) putKeysLocked(hashes []int32, phyOffset, storeTimestamp int64, buf []byte) ([]byte, error) {
-	x.mu.RLock()
-	h := x.hdr
-	x.mu.RUnlock()
+// putKeysLocked appends one entry per hash for a record to the file's
+// buffers (the caller holds the Service's writeMu, so there is one writer);
+// writeBackLocked writes them out. hashes must fit (len(hashes) <= room()).
+func (x *indexFile) putKeysLocked(hashes []int32, phyOffset, storeTimestamp int64) {
+	h := x.hdr // only the writer changes hdr
 	if h.indexCount <= 1 {
 		h.beginPhyOffset = phyOffset
 		h.beginTimestamp = storeTimestamp
@@ -232,58 +323,30 @@ func (x *indexFile) putKeysLocked(hashes []int32, phyOffset, storeTimestamp int6
 		diff = max(0, min(diff, math.MaxInt32))
 	}
 	first := h.indexCount
-	buf = buf[:0]
-	type slotUpdate struct {
-		slot  int
-		value int32
-	}
-	var small [8]slotUpdate
-	updates := small[:0] // one per distinct slot, latest head
+	x.mu.Lock()
 	for i, kh := range hashes {
 		slot := int(kh % int32(x.slotNum))
 		n := first + int32(i)
-		prev, seen := x.slots[slot], -1
-		for j := range updates {
-			if updates[j].slot == slot {
-				prev, seen = updates[j].value, j
-			}
-		}
+		prev := x.slot(slot)
 		if prev == 0 {
 			h.hashSlotCount++
 		}
 		e := entry{keyHash: kh, phyOffset: phyOffset, timeDiff: int32(diff), prevIndex: prev}
 		var eb [EntrySize]byte
 		e.encode(eb[:])
-		buf = append(buf, eb[:]...)
-		if seen >= 0 {
-			updates[seen].value = n
-		} else {
-			updates = append(updates, slotUpdate{slot, n})
-		}
-	}
-	if _, err := x.f.WriteAt(buf, x.entryOffset(first)); err != nil {
-		return buf, fmt.Errorf("index: write entries of %s: %w", x.name, err)
-	}
-	for _, u := range updates {
-		var sb [HashSlotSize]byte
-		binary.BigEndian.PutUint32(sb[:], uint32(u.value))
-		if _, err := x.f.WriteAt(sb[:], x.slotOffset(u.slot)); err != nil {
-			return buf, fmt.Errorf("index: write slot of %s: %w", x.name, err)
-		}
+		x.pend = append(x.pend, eb[:]...)
+		x.setSlotLocked(slot, n)
 	}
 	h.indexCount += int32(len(hashes))
 	h.endPhyOffset = phyOffset
 	h.endTimestamp = storeTimestamp
-	x.mu.Lock()
-	for _, u := range updates {
-		x.slots[u.slot] = u.value
-	}
 	x.hdr = h
-	x.dirty = true
-	err := x.writeHeaderLocked()
 	x.mu.Unlock()
-	return buf, err
 }
+
+// pendingBytes is the size of the entries waiting for write-back (writer
+// only).
+func (x *indexFile) pendingBytes() int { return len(x.pend) }
 
 // header returns a copy of the header.
 func (x *indexFile) header() header {
@@ -309,7 +372,7 @@ func (x *indexFile) selectPhyOffsets(out []int64, kh int32, maxNum int, begin, e
 	slot := int(kh % int32(x.slotNum))
 	var next int32
 	if x.slots != nil {
-		next = x.slots[slot]
+		next = x.slot(slot)
 	}
 	mem := x.slots != nil
 	x.mu.RUnlock()
@@ -325,8 +388,8 @@ func (x *indexFile) selectPhyOffsets(out []int64, kh int32, maxNum int, begin, e
 	}
 	var eb [EntrySize]byte
 	for next > 0 && next < h.indexCount && len(out) < maxNum {
-		if _, err := x.f.ReadAt(eb[:], x.entryOffset(next)); err != nil {
-			return out, fmt.Errorf("index: read entry %d of %s: %w", next, x.name, err)
+		if err := x.readEntry(eb[:], next); err != nil {
+			return out, err
 		}
 		e := decodeEntry(eb[:])
 		if e.timeDiff < 0 {
@@ -344,22 +407,43 @@ func (x *indexFile) selectPhyOffsets(out []int64, kh int32, maxNum int, begin, e
 	return out, nil
 }
 
-// sync makes what was written durable (fdatasync: the size never changes).
-func (x *indexFile) sync() error {
+// readEntry reads entry n into eb, from the write-back buffer when it is
+// still there, else from the file.
+func (x *indexFile) readEntry(eb []byte, n int32) error {
+	x.mu.RLock()
+	if len(x.pend) > 0 && n >= x.pendFirst {
+		off := int(n-x.pendFirst) * EntrySize
+		if off+EntrySize <= len(x.pend) {
+			copy(eb, x.pend[off:])
+			x.mu.RUnlock()
+			return nil
+		}
+	}
+	x.mu.RUnlock()
+	if _, err := x.f.ReadAt(eb, x.entryOffset(n)); err != nil {
+		return fmt.Errorf("index: read entry %d of %s: %w", n, x.name, err)
+	}
+	return nil
+}
+
+// sync makes what was written durable (fdatasync: the size never changes)
+// and returns the header it covers.
+func (x *indexFile) sync() (header, error) {
 	x.mu.Lock()
-	dirty := x.dirty
-	x.dirty = false
+	synced := x.synced
+	x.synced = true
+	h := x.diskHdr
 	x.mu.Unlock()
-	if !dirty {
-		return nil
+	if synced {
+		return h, nil
 	}
 	if err := x.f.Datasync(); err != nil {
 		x.mu.Lock()
-		x.dirty = true
+		x.synced = false
 		x.mu.Unlock()
-		return fmt.Errorf("index: sync %s: %w", x.name, err)
+		return h, fmt.Errorf("index: sync %s: %w", x.name, err)
 	}
-	return nil
+	return h, nil
 }
 
 // repair validates entries 1..indexCount-1 in order and keeps the longest
@@ -372,7 +456,7 @@ func (x *indexFile) sync() error {
 // leaves the file writable. It returns the number of entries dropped.
 func (x *indexFile) repair(limitPhy int64) (int, error) {
 	x.mu.RLock()
-	h := x.hdr
+	h := x.diskHdr // what the file holds: buffered changes that were never written are dropped
 	x.mu.RUnlock()
 	const chunk = 4096 // entries per read
 	buf := make([]byte, chunk*EntrySize)
@@ -452,17 +536,12 @@ scan:
 		}
 		n += cnt
 	}
-	sb := make([]byte, 0, 64<<10)
-	for i := 0; i < x.slotNum; {
-		n := min(cap(sb)/HashSlotSize, x.slotNum-i)
-		sb = sb[:n*HashSlotSize]
-		for j := 0; j < n; j++ {
-			binary.BigEndian.PutUint32(sb[j*HashSlotSize:], uint32(slots[i+j]))
-		}
-		if _, err := x.f.WriteAt(sb, x.slotOffset(i)); err != nil {
-			return 0, fmt.Errorf("index: rewrite slots of %s: %w", x.name, err)
-		}
-		i += n
+	enc := make([]byte, x.slotNum*HashSlotSize)
+	for i, v := range slots {
+		binary.BigEndian.PutUint32(enc[i*HashSlotSize:], uint32(v))
+	}
+	if _, err := x.f.WriteAt(enc, x.slotOffset(0)); err != nil {
+		return 0, fmt.Errorf("index: rewrite slots of %s: %w", x.name, err)
 	}
 	h.indexCount = keep
 	h.hashSlotCount = slotCount
@@ -475,9 +554,11 @@ scan:
 	}
 	x.mu.Lock()
 	x.hdr = h
-	x.slots = slots
-	x.dirty = true
-	err := x.writeHeaderLocked()
+	x.slots = enc
+	x.pend = x.pend[:0]
+	x.pendFirst = keep
 	x.mu.Unlock()
-	return dropped, err
+	clear(x.dirty)
+	x.anyDirty = false
+	return dropped, x.writeHeader(h)
 }

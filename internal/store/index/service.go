@@ -13,6 +13,11 @@ import (
 	"github.com/spoolmq/spool/internal/vfs"
 )
 
+// writeBackBytes is how many bytes of entries Put buffers before writing
+// them (and the slot pages they changed) back; Flush writes back whatever
+// is buffered.
+const writeBackBytes = 1 << 20
+
 // Default geometry, RocketMQ's maxHashSlotNum and maxIndexNum.
 const (
 	DefaultMaxHashSlotNum = 5_000_000
@@ -68,9 +73,8 @@ type Service struct {
 	fs     vfs.FS
 	logger *slog.Logger
 
-	writeMu sync.Mutex  // serialises Put, Truncate, DeleteExpired, Close
+	writeMu sync.Mutex  // serialises Put, write-backs, Truncate, DeleteExpired, Close
 	flushMu sync.Mutex  // serialises syncing with closing files; taken after writeMu
-	buf     []byte      // entry buffer, under writeMu
 	hashes  []int32     // under writeMu
 	broken  error       // sticky write error, under writeMu
 	dirNew  atomic.Bool // a file was created or removed since the last directory sync
@@ -260,12 +264,14 @@ func (s *Service) Put(topic string, keys []string, uniqKey string, phyOffset, st
 			return s.breakLocked(err)
 		}
 		n := min(len(hashes), x.room())
-		s.buf, err = x.putKeysLocked(hashes[:n], phyOffset, storeTimestamp, s.buf)
-		if err != nil {
-			return s.breakLocked(err)
-		}
+		x.putKeysLocked(hashes[:n], phyOffset, storeTimestamp)
 		s.keys.Add(int64(n))
 		hashes = hashes[n:]
+		if x.pendingBytes() >= writeBackBytes {
+			if err := x.writeBackLocked(); err != nil {
+				return s.breakLocked(err)
+			}
+		}
 	}
 	s.records.Add(1)
 	s.indexed.Store(phyOffset)
@@ -300,6 +306,9 @@ func (s *Service) writableLocked(need int) (*indexFile, error) {
 			return last, nil
 		}
 		prevEndPhy, prevEndTs, prevName = h.endPhyOffset, h.endTimestamp, last.name
+		if err := last.writeBackLocked(); err != nil {
+			return nil, err
+		}
 	}
 	now := s.fs.Now()
 	if pt, ok := parseFileName(prevName); ok && !now.After(pt) {
@@ -324,6 +333,7 @@ func (s *Service) writableLocked(need int) (*indexFile, error) {
 		last.mu.Lock()
 		last.slots = nil // read-only from now on: slots are read from the file
 		last.mu.Unlock()
+		last.dirty = nil
 	}
 	s.dirNew.Store(true)
 	s.created.Add(1)
@@ -393,15 +403,43 @@ func (s *Service) Query(topic, key string, maxNum int, begin, end int64) (QueryR
 	return r, nil
 }
 
-// Flush writes back every file written since the last Flush (fdatasync),
-// then the directory if a file was created or removed, and records the
-// newest file's endTimestamp as FlushedTimestamp. It does not block Put: a
-// slow fsync delays only other Flush, Truncate, DeleteExpired and Close
-// calls.
+// Flush writes the buffered changes of the newest file to it, then makes
+// every file written since the last Flush durable (fdatasync), then the
+// directory if a file was created or removed, and records the endTimestamp
+// of the newest file's written header as FlushedTimestamp. It does not
+// block Put: Put waits only for the write-back (page-cache writes), a slow
+// fsync delays only other Flush, Truncate, DeleteExpired and Close calls.
 func (s *Service) Flush() error {
+	s.writeMu.Lock()
+	err := s.writeBackLocked()
+	s.writeMu.Unlock()
+	if err != nil {
+		return err
+	}
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	return s.flushLocked()
+}
+
+// writeBackLocked writes the newest file's buffered changes (caller holds
+// writeMu). A failure stops building, as a failed Put does.
+func (s *Service) writeBackLocked() error {
+	if s.broken != nil {
+		return s.broken
+	}
+	s.mu.RLock()
+	var last *indexFile
+	if n := len(s.files); n > 0 && !s.closed {
+		last = s.files[n-1]
+	}
+	s.mu.RUnlock()
+	if last == nil || !last.pending() {
+		return nil
+	}
+	if err := last.writeBackLocked(); err != nil {
+		return s.breakLocked(err)
+	}
+	return nil
 }
 
 func (s *Service) flushLocked() error {
@@ -410,10 +448,11 @@ func (s *Service) flushLocked() error {
 	s.mu.RUnlock()
 	var ts int64
 	for _, x := range files {
-		ts = x.header().endTimestamp
-		if err := x.sync(); err != nil {
+		h, err := x.sync()
+		if err != nil {
 			return err
 		}
+		ts = h.endTimestamp
 	}
 	if s.dirNew.Swap(false) {
 		if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
@@ -444,6 +483,9 @@ func (s *Service) Truncate(phyOffset int64) error {
 	defer s.writeMu.Unlock()
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	if err := s.writeBackLocked(); err != nil && !errors.Is(err, ErrBroken) {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -539,7 +581,14 @@ func (s *Service) Close() error {
 	if closed {
 		return ErrClosed
 	}
-	err := s.flushLocked()
+	wasBroken := s.broken != nil
+	err := s.writeBackLocked()
+	if wasBroken {
+		err = nil // reported when building stopped
+	}
+	if ferr := s.flushLocked(); err == nil {
+		err = ferr
+	}
 	s.mu.Lock()
 	s.closed = true
 	for _, x := range s.files {

@@ -1,0 +1,69 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// transactionIndexFile is config/transactionIndex.json, Spool's snapshot
+// of the pending-half index, so a restart reads only the half and op
+// records stored after it:
+//
+//	{"halfFrom":<half queue offset>,"opFrom":<op queue offset>,
+//	 "groups":["pg", ...],
+//	 "pending":[[queueOffset,commitLogOffset,size,bornTimestamp,storeTimestamp,
+//	             immunityMs,checks,groupIndex,opMark], ...]}
+//
+// Halves at or after halfFrom may be missing from "pending", and op
+// records at or after opFrom may not be reflected in it; the rebuild adds
+// the first and replays the second (op records are idempotent). opMark is
+// a lower bound of the op records that refer to the half.
+type transactionIndexFile struct {
+	HalfFrom int64      `json:"halfFrom"`
+	OpFrom   int64      `json:"opFrom"`
+	Groups   []string   `json:"groups"`
+	Pending  [][9]int64 `json:"pending"`
+}
+
+// encodeTransactionIndex builds the file's content from a snapshot.
+func encodeTransactionIndex(hs []pendingHalf, halfFrom, opFrom int64) ([]byte, error) {
+	doc := transactionIndexFile{HalfFrom: halfFrom, OpFrom: opFrom, Groups: []string{}, Pending: make([][9]int64, 0, len(hs))}
+	gi := map[string]int64{}
+	for _, h := range hs {
+		i, ok := gi[h.group]
+		if !ok {
+			i = int64(len(doc.Groups))
+			gi[h.group] = i
+			doc.Groups = append(doc.Groups, h.group)
+		}
+		doc.Pending = append(doc.Pending, [9]int64{h.queueOffset, h.phy, int64(h.size), h.born, h.stored, h.immunityMs, int64(h.checks), i, h.opMark})
+	}
+	return json.Marshal(&doc)
+}
+
+// loadTransactionIndex reads the file; nil, nil when there is none.
+func loadTransactionIndex(path string) (*transactionIndexFile, []pendingHalf, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: read %s: %w", ErrMetadata, path, err)
+	}
+	var doc transactionIndexFile
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, nil, fmt.Errorf("%w: decode %s: %w", ErrMetadata, path, err)
+	}
+	hs := make([]pendingHalf, 0, len(doc.Pending))
+	for _, e := range doc.Pending {
+		if e[7] < 0 || e[7] >= int64(len(doc.Groups)) {
+			return nil, nil, fmt.Errorf("%w: %s: half %d names group %d of %d", ErrMetadata, path, e[0], e[7], len(doc.Groups))
+		}
+		hs = append(hs, pendingHalf{queueOffset: e[0], phy: e[1], size: int32(e[2]), born: e[3], stored: e[4],
+			immunityMs: e[5], checks: int32(e[6]), group: doc.Groups[e[7]], opMark: e[8]})
+	}
+	return &doc, hs, nil
+}

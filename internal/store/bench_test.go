@@ -1,0 +1,187 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/message"
+)
+
+var benchSizes = []int{128, 1024, 4096}
+
+// BenchmarkMemcpy is the memory limit the append figures compare with: a
+// sequential copy of the same sizes into a large buffer.
+func BenchmarkMemcpy(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			dst := make([]byte, 256<<20)
+			for i := range dst {
+				dst[i] = 1 // resident, like a prepared file
+			}
+			src := make([]byte, size)
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			pos := 0
+			for i := 0; i < b.N; i++ {
+				if pos+size > len(dst) {
+					pos = 0
+				}
+				copy(dst[pos:], src)
+				pos += size
+			}
+		})
+	}
+}
+
+func benchStore(b *testing.B, path string, flush string) *DefaultMessageStore {
+	cfg := DefaultConfig()
+	cfg.StorePathRootDir = b.TempDir()
+	cfg.StorePathCommitLog = filepath.Join(cfg.StorePathRootDir, "commitlog")
+	cfg.MappedFileSizeCommitLog = 256 << 20
+	cfg.MaxHashSlotNum = 100000
+	cfg.MaxIndexNum = 400000
+	cfg.MessageIndexEnable = false
+	cfg.FlushDiskType = flush
+	for _, wp := range writePaths {
+		if wp.name == path {
+			wp.set(&cfg)
+		}
+	}
+	cfg.CommitIntervalCommitLog = 200
+	st, err := Open(cfg, vfs.OS(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Start(); err != nil {
+		b.Fatal(err)
+	}
+	// Prepared files: wait until the allocator has files ready.
+	for st.commitLog.alloc.readyCount() < 1 {
+		st.commitLog.alloc.kick()
+		runtimeGosched()
+	}
+	return st
+}
+
+func benchMsg(size int, qid int32) *message.Inner {
+	m := testMsg("BenchTopic", qid, strings.Repeat("x", size), "TagA")
+	m.PropertiesString = message.EncodeProperties(m.Properties)
+	return m
+}
+
+// BenchmarkAppend measures PutMessage: write path x flush mode x body size
+// x goroutines. MB/s counts body bytes. SYNC runs use 64 writers waiting for
+// their group commit.
+func BenchmarkAppend(b *testing.B) {
+	for _, path := range []string{"mmap", "pwrite", "transient"} {
+		for _, flush := range []string{AsyncFlush, SyncFlush} {
+			if path == "transient" && flush == SyncFlush {
+				continue // ASYNC_FLUSH only, as in RocketMQ
+			}
+			for _, size := range benchSizes {
+				gs := []int{1, 8}
+				if flush == SyncFlush {
+					gs = []int{64}
+				}
+				for _, g := range gs {
+					name := fmt.Sprintf("%s/%s/%dB/g%d", path, strings.TrimSuffix(flush, "_FLUSH"), size, g)
+					b.Run(name, func(b *testing.B) { benchAppend(b, path, flush, size, g) })
+				}
+			}
+		}
+	}
+}
+
+func benchAppend(b *testing.B, path, flush string, size, g int) {
+	st := benchStore(b, path, flush)
+	defer st.Shutdown()
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	per := b.N / g
+	for w := 0; w < g; w++ {
+		n := per
+		if w == 0 {
+			n += b.N % g
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := benchMsg(size, int32(w%8))
+			done := make(chan PutResult, 1)
+			cb := func(r PutResult) { done <- r }
+			for i := 0; i < n; i++ {
+				st.PutMessage(m, cb)
+				if r := <-done; r.Status != PutOK && r.Status != OSPageCacheBusy {
+					b.Errorf("put: %v %s", r.Status, r.Remark)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	s := st.Stats()
+	b.ReportMetric(float64(s.PutLockHold.P99.Nanoseconds()), "lock-p99-ns")
+	b.ReportMetric(float64(s.Put.P99.Nanoseconds()), "put-p99-ns")
+	if s.SpillFull+s.PoolExhausted > 0 {
+		b.ReportMetric(float64(s.SpillFull+s.PoolExhausted), "busy")
+	}
+}
+
+// BenchmarkAppendSlowFsync appends 1 KiB bodies from 8 goroutines while
+// every sync takes 2 s (ASYNC_FLUSH): the put-lock hold time must not move.
+func BenchmarkAppendSlowFsync(b *testing.B) {
+	for _, path := range []string{"mmap", "pwrite"} {
+		b.Run(path, func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.StorePathRootDir = b.TempDir()
+			cfg.StorePathCommitLog = filepath.Join(cfg.StorePathRootDir, "commitlog")
+			cfg.MappedFileSizeCommitLog = 256 << 20
+			cfg.MessageIndexEnable = false
+			cfg.FlushIntervalCommitLog = 10
+			cfg.WriteWithoutMmap = path == "pwrite"
+			fs := vfs.NewFaultFS(vfs.OS())
+			st, err := Open(cfg, fs, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Start(); err != nil {
+				b.Fatal(err)
+			}
+			for st.commitLog.alloc.readyCount() < 1 {
+				runtimeGosched()
+			}
+			fs.SetLatency(vfs.OpSync, 2*time.Second)
+			b.SetBytes(1024)
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := 0; w < 8; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					m := benchMsg(1024, int32(w))
+					done := make(chan PutResult, 1)
+					for i := 0; i < b.N/8; i++ {
+						st.PutMessage(m, func(r PutResult) { done <- r })
+						<-done
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			s := st.Stats()
+			b.ReportMetric(float64(s.PutLockHold.P99.Nanoseconds()), "lock-p99-ns")
+			b.ReportMetric(float64(s.PutLockHold.Max.Nanoseconds()), "lock-max-ns")
+			b.ReportMetric(float64(s.Flushes), "flushes")
+			fs.SetLatency(vfs.OpSync, 0)
+			st.Shutdown()
+		})
+	}
+}
