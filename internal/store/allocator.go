@@ -94,8 +94,19 @@ func (a *allocator) readyCount() int {
 }
 
 func (a *allocator) start() {
+	a.refillSpill()
 	a.wg.Add(1)
 	go a.run()
+}
+
+// refillSpill allocates the next spill buffer (never reused: a reader may
+// still hold the previous spill), off the put path.
+func (a *allocator) refillSpill() {
+	n := min(int64(a.c.cfg.WriteSpillSize), a.c.cfg.MappedFileSizeCommitLog)
+	if n > 0 && a.c.spareSpill.Load() == nil {
+		b := make([]byte, n)
+		a.c.spareSpill.Store(&b)
+	}
 }
 
 func (a *allocator) stop() {
@@ -128,6 +139,9 @@ func (a *allocator) run() {
 			return
 		case <-a.kickCh:
 			a.fill()
+			if a.c.spilling.Load() == nil {
+				a.refillSpill()
+			}
 		case <-a.prefaultCh:
 			a.prefault()
 		}

@@ -62,6 +62,7 @@ type CommitLog struct {
 	flushedWhere atomic.Int64 // end of the durable records
 	lockBeginNs  atomic.Int64 // monotonic ns the put lock was taken at, 0 when free
 	spilling     atomic.Pointer[MappedFile]
+	spareSpill   atomic.Pointer[[]byte] // the next spill's buffer, allocated off the put path
 	writeFailed  atomic.Bool
 
 	alloc     *allocator
@@ -369,16 +370,18 @@ func (c *CommitLog) rollLocked() (*MappedFile, *pendingWrite, int64, error) {
 		// No file is ready. The writer does not wait for the allocator:
 		// it continues into a bounded in-memory spill that the allocator
 		// copies into the file once it exists (counted).
-		if c.cfg.WriteSpillSize <= 0 {
+		if buf := c.spareSpill.Swap(nil); buf != nil {
+			c.st.stats.spills.Add(1)
+			next = newSpillFile(c.mfq.dir, nextFrom, c.cfg.MappedFileSizeCommitLog, *buf)
+			c.spilling.Store(next)
+		} else {
+			// writeSpillSize=0, or the last spill's buffer is not replaced
+			// yet: wait for the creation (counted).
 			c.st.stats.putWaitedOnCreate.Add(1)
 			var err error
 			if next, err = c.alloc.takeOrCreate(nextFrom); err != nil {
 				return nil, blank, blankPos, err
 			}
-		} else {
-			c.st.stats.spills.Add(1)
-			next = newSpillFile(c.mfq.dir, nextFrom, c.cfg.MappedFileSizeCommitLog, c.cfg.WriteSpillSize)
-			c.spilling.Store(next)
 		}
 	}
 	if c.pool != nil && next.spill == nil {

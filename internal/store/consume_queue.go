@@ -37,6 +37,12 @@ func DecodeCQEntry(b []byte) (CQEntry, bool) {
 	return e, e.Offset >= 0 && e.Size > 0
 }
 
+// holeEntry marks a logical offset whose record is gone (skipped as
+// corrupt by recovery): CommitLog offset -1, size 0. Reads step over it.
+var holeEntry = AppendCQEntry(nil, CQEntry{Offset: -1})
+
+func isHole(b []byte) bool { return string(b[:CQEntrySize]) == string(holeEntry) }
+
 // AppendCQEntry appends the encoding of e to dst.
 func AppendCQEntry(dst []byte, e CQEntry) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(e.Offset))
@@ -116,6 +122,10 @@ func (cq *ConsumeQueue) scanFile(mf *MappedFile, strict bool, limit int64) (int6
 			return 0, 0, fmt.Errorf("store: read %s at %d: %w", mf.path, off, err)
 		}
 		for i := int64(0); i+CQEntrySize <= n; i += CQEntrySize {
+			if isHole(buf[i:]) {
+				end = off + i + CQEntrySize
+				continue
+			}
 			e, ok := DecodeCQEntry(buf[i:])
 			if strict && (!ok || e.Offset <= prev || e.Offset >= limit) {
 				return end, phyEnd, nil
@@ -152,6 +162,17 @@ func (cq *ConsumeQueue) appendEntries(st *DefaultMessageStore, first int64, entr
 			cq.minOffset.Store(first)
 			cq.maxOffset.Store(first)
 			cq.flushedTo.Store(first)
+		} else if first-max <= 1<<20 {
+			// Records of these offsets are gone (skipped as corrupt by
+			// recovery): hole entries keep the logical offsets.
+			st.logger.Warn("store: consume queue gap filled with hole entries", "topic", cq.topic, "queueId", cq.queueID,
+				"from", max, "to", first)
+			holes := make([]byte, 0, (first-max)*CQEntrySize+int64(len(entries)))
+			for i := max; i < first; i++ {
+				holes = append(holes, holeEntry...)
+			}
+			entries = append(holes, entries...)
+			first = max
 		} else {
 			return fmt.Errorf("%w: consume queue %s-%d: entry %d after max %d", ErrCorrupt, cq.topic, cq.queueID, first, max)
 		}
@@ -182,8 +203,9 @@ func (cq *ConsumeQueue) appendEntries(st *DefaultMessageStore, first int64, entr
 			return fmt.Errorf("store: write %s at %d: %w", mf.path, rel, err)
 		}
 		mf.setWrote(rel + k)
-		last, _ := DecodeCQEntry(entries[k-CQEntrySize:])
-		cq.maxPhyEnd.Store(last.Offset + int64(last.Size))
+		if last, ok := DecodeCQEntry(entries[k-CQEntrySize:]); ok {
+			cq.maxPhyEnd.Store(last.Offset + int64(last.Size))
+		}
 		first += k / CQEntrySize
 		cq.maxOffset.Store(first)
 		entries = entries[k:]
@@ -224,6 +246,23 @@ func (cq *ConsumeQueue) entryAt(off int64) (CQEntry, bool) {
 	return DecodeCQEntry(got)
 }
 
+// realEntryFrom returns the first entry at or after off that is not a
+// hole (looking at most 4096 entries ahead).
+func (cq *ConsumeQueue) realEntryFrom(off int64) (CQEntry, bool) {
+	for i := int64(0); i < 4096 && off+i < cq.maxOffset.Load(); i++ {
+		var b [CQEntrySize]byte
+		got, _, err := cq.readEntries(b[:], off+i, 1)
+		if err != nil || len(got) < CQEntrySize {
+			return CQEntry{}, false
+		}
+		if isHole(got) {
+			continue
+		}
+		return DecodeCQEntry(got)
+	}
+	return CQEntry{}, false
+}
+
 // flush fdatasyncs the files holding unflushed entries.
 func (cq *ConsumeQueue) flush() error {
 	if !cq.dirty.Swap(false) {
@@ -262,7 +301,7 @@ func (cq *ConsumeQueue) truncatePhy(phyMax int64) error {
 	// Entries are in commit-log order: find the first ending past phyMax.
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		e, ok := cq.entryAt(mid)
+		e, ok := cq.realEntryFrom(mid)
 		if ok && e.Offset+int64(e.Size) <= phyMax {
 			lo = mid + 1
 		} else {
@@ -295,7 +334,7 @@ func (cq *ConsumeQueue) correctMinOffset(phyMin int64) {
 	lo, hi := cq.minOffset.Load(), cq.maxOffset.Load()
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		e, ok := cq.entryAt(mid)
+		e, ok := cq.realEntryFrom(mid)
 		if ok && e.Offset < phyMin {
 			lo = mid + 1
 		} else {

@@ -220,7 +220,19 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 				continue
 			}
 			rec := data[offs[k] : offs[k]+pk.size : offs[k]+pk.size]
-			if err := checkStoredRecord(rec, pk.phy); err != nil {
+			err := checkStoredRecord(rec, pk.phy)
+			if err == nil {
+				// The record must be the one the entry names: its queue
+				// offset, and never a record that gets no entry (a
+				// prepared or rolled-back transaction part, or the filler
+				// recovery writes over skipped bytes).
+				qo := int64(binary.BigEndian.Uint64(rec[20:]))
+				tt := message.TransactionValue(int32(binary.BigEndian.Uint32(rec[36:])))
+				if qo != pk.qo || tt == message.TransactionPreparedType || tt == message.TransactionRollbackType {
+					err = fmt.Errorf("%w: record at %d (queue offset %d) does not match entry %d", ErrCorrupt, pk.phy, qo, pk.qo)
+				}
+			}
+			if err != nil {
 				st.logger.Error("store: skipping an invalid record in a pull", "topic", topic, "queueId", queueID, "queueOffset", pk.qo, "err", err)
 				continue
 			}

@@ -93,7 +93,7 @@ func (x *indexDispatcher) pass(budget int64) bool {
 			return false
 		}
 		fileEnd := mf.from + mf.size
-		lim := min(end, fileEnd, from+(1<<20))
+		lim := min(end, fileEnd, from+int64(max(1<<20, cap(x.buf))))
 		if cap(x.buf) < int(lim-from) {
 			x.buf = make([]byte, lim-from)
 		}

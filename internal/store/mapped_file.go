@@ -141,9 +141,9 @@ func createMappedFile(fs vfs.FS, dir string, from, size int64, method string, mm
 
 // newSpillFile is an in-memory stand-in for the file at from, holding at
 // most capacity bytes until the real file replaces it.
-func newSpillFile(dir string, from, size int64, capacity int) *MappedFile {
+func newSpillFile(dir string, from, size int64, buf []byte) *MappedFile {
 	mf := &MappedFile{path: filepath.Join(dir, fileName(from)) + " (in-memory spill)", from: from, size: size,
-		spill: make([]byte, min(int64(capacity), size))}
+		spill: buf[:min(int64(len(buf)), size)]}
 	mf.refs.Store(1)
 	return mf
 }

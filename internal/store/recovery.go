@@ -265,6 +265,9 @@ func (st *DefaultMessageStore) recoverCommitLog(abnormal bool, cp Checkpoint, ha
 				end = mf.from + mf.size
 				break
 			}
+			if err := st.overwriteFiller(mf, pos, nextOff-mf.from); err != nil {
+				return 0, err
+			}
 			pos = nextOff - mf.from
 			end = nextOff
 		}
@@ -346,6 +349,33 @@ func (st *DefaultMessageStore) findNextRecord(mf *MappedFile, off int64, checkCR
 		}
 	}
 	return mf.from + mf.size, nil
+}
+
+// overwriteFiller replaces skipped bytes [from, to) of mf with one valid
+// filler record (a rolled-back transaction record of the empty topic: no
+// queue entry, not indexed) so later recoveries do not stop there again.
+// A gap too short for a record is left as it is.
+func (st *DefaultMessageStore) overwriteFiller(mf *MappedFile, from, to int64) error {
+	n := int(to - from)
+	if n < message.MinRecordSize {
+		st.logger.Warn("store: skipped gap too short for a filler record; it will be skipped again", "file", mf.path, "position", from, "bytes", n)
+		return nil
+	}
+	host := message.Addr{IP: []byte{0, 0, 0, 0}}
+	m := &message.Inner{Body: make([]byte, n-message.MinRecordSize), SysFlag: message.TransactionRollbackType,
+		BornHost: host, StoreHost: host}
+	rec := message.EncodeRecord(nil, m, "")
+	if len(rec) != n {
+		return fmt.Errorf("store: filler record is %d bytes, gap %d", len(rec), n)
+	}
+	message.PatchRecord(rec, 0, mf.from+from, st.fs.Now().UnixMilli())
+	if _, err := mf.f.WriteAt(rec, from); err != nil {
+		return fmt.Errorf("store: write filler into %s at %d: %w", mf.path, from, err)
+	}
+	if err := mf.f.Datasync(); err != nil {
+		return fmt.Errorf("store: sync %s: %w", mf.path, err)
+	}
+	return nil
 }
 
 // overwriteBlank writes a blank end-of-file record at pos.

@@ -413,3 +413,36 @@ func TestEvictPageCache(t *testing.T) {
 		})
 	}
 }
+
+func TestLargeRecordsDispatchAndIndex(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MappedFileSizeCommitLog = 8 << 20
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	var want int64
+	for i := 0; i < 3; i++ {
+		m := testMsg("Big", 0, strings.Repeat("B", 3<<20), "")
+		m.Properties[message.PropertyKeys] = fmt.Sprint("big-", i)
+		r := mustPut(t, st, m)
+		if i == 2 {
+			want = r.WroteOffset
+		}
+	}
+	waitDispatched(t, st, "Big", 0, 3)
+	for st.index.cursor.Load() < st.MaxPhyOffset() {
+		st.index.kick()
+		runtimeGosched()
+	}
+	r, err := st.QueryMessage("Big", "big-2", 4, 0, 1<<62)
+	if err != nil || len(r.Records) != 1 {
+		t.Fatalf("query: %v %d", err, len(r.Records))
+	}
+	if ext, _ := message.DecodeRecord(r.Records[0]); ext.PhysicalOffset != want || len(ext.Body) != 3<<20 {
+		t.Fatalf("wrong record")
+	}
+	g := st.GetMessage("g", "Big", 0, 0, 32, 0, nil)
+	defer g.Release()
+	if g.Status != Found || len(g.Buffers) != 1 { // the first message always, then the transfer limit
+		t.Fatalf("get: %v %d", g.Status, len(g.Buffers))
+	}
+}

@@ -28,10 +28,14 @@ func roundTripBytes(b *testing.B) int64 {
 	return int64(len(req) + len(out))
 }
 
-func benchRoundTrip(b *testing.B, inflight int, st remoting.SerializeType, queuedWrites bool) {
+func benchRoundTrip(b *testing.B, inflight int, st remoting.SerializeType, queuedWrites, early bool) {
+	h := echo
+	if early {
+		h = echoEarly
+	}
 	_, addr := startServer(b, ServerConfig{noDirectWrites: queuedWrites}, func(s *Server) {
 		ex := s.NewExecutor(ExecutorConfig{Name: "send", Workers: 2, QueueCapacity: 10000})
-		s.Register(codeEcho, echo, ex)
+		s.Register(codeEcho, h, ex)
 	})
 	cl := NewClient(ClientConfig{Serialize: st})
 	defer cl.Close()
@@ -69,14 +73,18 @@ func BenchmarkRoundTrip(b *testing.B) {
 		inflight int
 		st       remoting.SerializeType
 		queued   bool
+		early    bool // the handler answers with Reply before returning nil
 	}{
-		{"1conn_1inflight_JSON", 1, remoting.SerializeJSON, false},
-		{"1conn_64inflight_JSON", 64, remoting.SerializeJSON, false},
-		{"1conn_1inflight_ROCKETMQ", 1, remoting.SerializeRocketMQ, false},
-		{"1conn_64inflight_ROCKETMQ", 64, remoting.SerializeRocketMQ, false},
+		{"1conn_1inflight_JSON", 1, remoting.SerializeJSON, false, false},
+		{"1conn_64inflight_JSON", 64, remoting.SerializeJSON, false, false},
+		{"1conn_1inflight_ROCKETMQ", 1, remoting.SerializeRocketMQ, false, false},
+		{"1conn_64inflight_ROCKETMQ", 64, remoting.SerializeRocketMQ, false, false},
 		// every response handed to the writer goroutine, for comparison
-		{"1conn_1inflight_ROCKETMQ_queued_writes", 1, remoting.SerializeRocketMQ, true},
+		{"1conn_1inflight_ROCKETMQ_queued_writes", 1, remoting.SerializeRocketMQ, true, false},
+		// the broker's send shape: Reply, then return nil
+		{"1conn_1inflight_ROCKETMQ_reply_early", 1, remoting.SerializeRocketMQ, false, true},
+		{"1conn_64inflight_ROCKETMQ_reply_early", 64, remoting.SerializeRocketMQ, false, true},
 	} {
-		b.Run(c.name, func(b *testing.B) { benchRoundTrip(b, c.inflight, c.st, c.queued) })
+		b.Run(c.name, func(b *testing.B) { benchRoundTrip(b, c.inflight, c.st, c.queued, c.early) })
 	}
 }

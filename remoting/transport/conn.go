@@ -106,6 +106,13 @@ type Conn struct {
 	hmu      sync.Mutex
 	held     map[*remoting.Command]heldRequest // deferred requests holding a slot
 	lastReap time.Time
+	// inlineReq is the request whose handler runs on the reader goroutine
+	// now; a Reply to it before the handler returns is kept in inlineResp
+	// and written by the reader when the handler returns (no hand-off to
+	// the writer goroutine). Guarded by hmu.
+	inlineReq     *remoting.Command
+	inlineResp    *remoting.Command
+	inlineCounted bool
 	// pipelined is set by the reader before dispatch: more bytes of this
 	// connection are already buffered, so the request should not run
 	// inline and hold them up.
@@ -502,7 +509,22 @@ func (c *Conn) acquire() bool {
 // run calls h for a request holding a slot and finishes it. onReader says
 // it runs on the connection's reader goroutine.
 func (c *Conn) run(h Handler, req *remoting.Command, onReader bool) {
-	c.finish(req, c.callHandler(h, req), onReader)
+	if !onReader || req.IsOneway() {
+		c.finish(req, c.callHandler(h, req), onReader)
+		return
+	}
+	c.hmu.Lock()
+	c.inlineReq = req
+	c.hmu.Unlock()
+	resp := c.callHandler(h, req)
+	c.hmu.Lock()
+	early, counted := c.inlineResp, c.inlineCounted
+	c.inlineReq, c.inlineResp = nil, nil
+	c.hmu.Unlock()
+	c.finish(req, resp, true)
+	if early != nil {
+		c.replyFrom(req, early, counted, true)
+	}
 }
 
 func (c *Conn) callHandler(h Handler, req *remoting.Command) (resp *remoting.Command) {
@@ -612,7 +634,18 @@ func (c *Conn) Reply(req, resp *remoting.Command) {
 	if req.IsOneway() {
 		return
 	}
-	c.reply(req, resp, c.settle(req))
+	counted := c.settle(req)
+	c.hmu.Lock()
+	if c.inlineReq == req && c.inlineResp == nil {
+		// The handler answers before returning, on the reader (e.g. a
+		// put completed at once): the reader writes it when the
+		// handler returns.
+		c.inlineResp, c.inlineCounted = resp, counted
+		c.hmu.Unlock()
+		return
+	}
+	c.hmu.Unlock()
+	c.reply(req, resp, counted)
 }
 
 // Forget gives back the in-flight slot of a non-oneway request whose

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -715,4 +716,46 @@ func TestShutdownGivesUp(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	rc.expectClosed()
+}
+
+// echoEarly answers with Reply before returning nil, as the broker's send
+// handler does when the store completes a put at once.
+func echoEarly(c *Conn, req *remoting.Command) *remoting.Command {
+	c.Reply(req, echo(c, req))
+	return nil
+}
+
+// A handler running inline that answers with Reply before it returns: the
+// answer arrives, once, and the in-flight slot is given back.
+func TestReplyBeforeInlineHandlerReturns(t *testing.T) {
+	var srvConn atomic.Pointer[Conn]
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		ex := s.NewExecutor(ExecutorConfig{Name: "send", Workers: 1})
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			srvConn.Store(c)
+			return echoEarly(c, req)
+		}, ex)
+	})
+	cl := NewClient(ClientConfig{})
+	defer cl.Close()
+	for i := range 50 {
+		req := remoting.NewRequest(codeEcho, map[string]string{"n": strconv.Itoa(i)}, []byte("x"))
+		resp, err := cl.Invoke(context.Background(), addr, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Ext("n") != strconv.Itoa(i) || resp.Opaque != req.Opaque {
+			t.Fatalf("answer %d: %+v", i, resp)
+		}
+	}
+	c := srvConn.Load()
+	if n := c.InFlight(); n != 0 {
+		t.Fatalf("in flight %d after every answer", n)
+	}
+	c.hmu.Lock()
+	held := len(c.held)
+	c.hmu.Unlock()
+	if held != 0 {
+		t.Fatalf("%d held marks left", held)
+	}
 }
