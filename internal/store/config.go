@@ -50,6 +50,13 @@ type Config struct {
 	FlushConsumeQueueLeastPages       int    `prop:"flushConsumeQueueLeastPages" live:"true"`
 	FlushConsumeQueueThoroughInterval int    `prop:"flushConsumeQueueThoroughInterval" live:"true"`
 
+	// WriteWithoutMmap selects the pwrite write path. Spool's default is
+	// true where RocketMQ's is false: measured on a 2-core machine, mapped
+	// writes held the put lock 25 µs at p99 for 4 KiB records (page faults
+	// and dirty-page throttling inside the lock) against 2-3 µs for pwrite,
+	// which copies into the file after the lock is released. The transient
+	// pool was faster still but loses acknowledged messages on a process
+	// crash, so it stays opt-in.
 	WriteWithoutMmap                bool `prop:"writeWithoutMmap"`
 	TransientStorePoolEnable        bool `prop:"transientStorePoolEnable"`
 	TransientStorePoolSize          int  `prop:"transientStorePoolSize"`
@@ -130,7 +137,7 @@ func DefaultConfig() Config {
 		FlushConsumeQueueLeastPages:       2,
 		FlushConsumeQueueThoroughInterval: 60 * 1000,
 
-		WriteWithoutMmap:                false,
+		WriteWithoutMmap:                true,
 		TransientStorePoolEnable:        false,
 		TransientStorePoolSize:          5,
 		CommitIntervalCommitLog:         200,

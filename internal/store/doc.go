@@ -133,8 +133,12 @@
 // every record is validated (magic, size, layout, body CRC, its own
 // physical-offset field). An invalid record before the checkpoint's
 // flushed offset refuses the start naming file and offset
-// (skipCorruptedRecords=true skips to the next valid record and counts the
-// loss); after it, the tail is cut and zeroed, consume queues and index
+// (skipCorruptedRecords=true skips to the next valid record, counts the
+// loss, and overwrites the skipped bytes with a filler record — a
+// rolled-back transaction record of the empty topic, which gets no queue
+// entry — so the next start does not stop there again; the logical offset
+// it held becomes a hole entry, CommitLog offset -1, that reads step
+// over); after it, the tail is cut and zeroed, consume queues and index
 // are truncated to match, and dispatch re-runs before any put. The body
 // CRC covers only the body: a flipped bit in another header field, the
 // topic or the properties passes these checks (as in RocketMQ).

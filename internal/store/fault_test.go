@@ -269,6 +269,7 @@ func TestSlowCreationAtRollSpills(t *testing.T) {
 
 func TestTruncatedUnderReader(t *testing.T) {
 	cfg := testConfig(t)
+	cfg.WriteWithoutMmap = false // the mapped read path is under test
 	st := openStarted(t, cfg, vfs.OS())
 	defer st.Shutdown()
 	var offs []int64

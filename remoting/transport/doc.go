@@ -25,9 +25,14 @@
 // A response produced on the reader goroutine, when nothing is queued, no
 // one is writing and no further request is already buffered, is written and
 // flushed by the reader itself: a goroutine hand-off costs more than the
-// write. A pipelining connection's requests go to the executor's workers and
-// their responses through the writer, which batches them. A peer that sends
-// without reading stops being read once its write queue is full.
+// write. That includes a Reply to the inline request made before its
+// handler returns (a put the store completed at once): it is kept and
+// written by the reader when the handler returns. A pipelining connection's
+// requests go to the executor's workers and their responses through the
+// writer, which batches them: when it drained more than one command it
+// yields once before its system call, so that commands about to be queued
+// share the write. A peer that sends without reading stops being read once
+// its write queue is full.
 //
 // # Admission
 //
