@@ -22,7 +22,7 @@ func benchConsumeCmd() *cobra.Command {
 		namesrv, topic, group string
 		duration, idleExit    time.Duration
 		asJSON, fromLatest    bool
-		pullBatch             int
+		pullBatch, pullDepth  int
 	)
 	cmd := &cobra.Command{
 		Use:   "consume",
@@ -85,7 +85,13 @@ func benchConsumeCmd() *cobra.Command {
 						offset, _ = strconv.ParseInt(resp.Ext("offset"), 10, 64)
 					}
 					for ctx.Err() == nil {
-						next, err := pullOnce(ctx, cli, q, topic, group, offset, pullBatch, m, &last)
+						var next int64
+						var err error
+						if pullDepth > 1 {
+							next, err = pullRound(ctx, cli, q, topic, group, offset, pullBatch, pullDepth, m, &last)
+						} else {
+							next, err = pullOnce(ctx, cli, q, topic, group, offset, pullBatch, m, &last)
+						}
 						if err != nil {
 							if ctx.Err() == nil {
 								m.failure(err)
@@ -108,6 +114,7 @@ func benchConsumeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "how long to consume")
 	cmd.Flags().DurationVar(&idleExit, "idle-exit", 0, "stop once nothing arrived for this long after the first message (drain mode)")
 	cmd.Flags().IntVar(&pullBatch, "pull-batch", 32, "maxMsgNums of each pull")
+	cmd.Flags().IntVar(&pullDepth, "pull-depth", 1, "pulls in flight per queue (read-ahead at the offsets the earlier ones will end at; 1 = one long-polling pull at a time, as RocketMQ's consumers do)")
 	cmd.Flags().BoolVar(&fromLatest, "from-latest", false, "start at each queue's max offset instead of 0")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object on the last line")
 	return cmd
@@ -116,29 +123,49 @@ func benchConsumeCmd() *cobra.Command {
 // pullOnce makes one long-polling pull and records each message's
 // end-to-end latency (store time to receipt).
 func pullOnce(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, maxMsgs int, m *meter, last *atomic.Int64) (int64, error) {
+	resp, err := pullRequest(ctx, cli, q, topic, group, offset, maxMsgs, true)
+	if err != nil {
+		return offset, err
+	}
+	next, _, err := accountPull(resp, m, last)
+	if err != nil {
+		return offset, err
+	}
+	return next, nil
+}
+
+// pullRequest sends one PULL_MESSAGE; suspend asks the broker to hold it
+// while the queue has nothing new (long polling).
+func pullRequest(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, maxMsgs int, suspend bool) (*remoting.Command, error) {
+	sysFlag := "6" // subscription | suspend
+	if !suspend {
+		sysFlag = "4"
+	}
 	ext := map[string]string{
 		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(q.queueID),
-		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": strconv.Itoa(maxMsgs), "sysFlag": "6",
+		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": strconv.Itoa(maxMsgs), "sysFlag": sysFlag,
 		"commitOffset": "0", "suspendTimeoutMillis": "5000", "subscription": "*", "subVersion": "0",
 		"expressionType": "TAG",
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	resp, err := cli.Invoke(rctx, q.addr, remoting.NewRequest(remoting.PullMessage, ext, nil))
-	if err != nil {
-		return offset, err
-	}
+	return cli.Invoke(rctx, q.addr, remoting.NewRequest(remoting.PullMessage, ext, nil))
+}
+
+// accountPull checks a pull answer, counts its messages and returns the
+// next offset and how many messages it carried.
+func accountPull(resp *remoting.Command, m *meter, last *atomic.Int64) (int64, int, error) {
 	switch resp.Code {
 	case remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved:
 	default:
-		return offset, fmt.Errorf("pull: code %d: %s", resp.Code, resp.Remark)
+		return 0, 0, fmt.Errorf("pull: code %d: %s", resp.Code, resp.Remark)
 	}
 	next, perr := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
 	if perr != nil {
-		return offset, fmt.Errorf("pull answer %d without nextBeginOffset: %s", resp.Code, resp.Remark)
+		return 0, 0, fmt.Errorf("pull answer %d without nextBeginOffset: %s", resp.Code, resp.Remark)
 	}
 	if resp.Code != remoting.Success {
-		return next, nil
+		return next, 0, nil
 	}
 	now := time.Now()
 	body := resp.Body
@@ -146,7 +173,7 @@ func pullOnce(ctx context.Context, cli *transport.Client, q queueRef, topic, gro
 	for len(body) > 0 {
 		h, err := message.ParseRecordHeader(body)
 		if err != nil {
-			return next, fmt.Errorf("pull body: %w", err)
+			return next, 0, fmt.Errorf("pull body: %w", err)
 		}
 		m.hist.Record(now.Sub(time.UnixMilli(h.StoreTimestamp)))
 		n++
@@ -156,5 +183,56 @@ func pullOnce(ctx context.Context, cli *transport.Client, q queueRef, topic, gro
 	m.ok.Add(int64(n))
 	m.bytes.Add(int64(bytes))
 	last.Store(now.UnixNano())
-	return next, nil
+	return next, n, nil
+}
+
+// pullRound sends depth pulls of one queue at once, at offset, offset+batch,
+// ... (read-ahead: queue offsets count messages, so the later ones are
+// where the earlier ones will end when the queue holds that much). Only the
+// first may be held by the broker. Answers are taken in order while each
+// ends exactly where the next began; the first one that does not (fewer
+// messages: the queue's end, or a filter) is counted and the rest are
+// dropped uncounted. It returns the offset to continue from.
+func pullRound(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, batch, depth int, m *meter, last *atomic.Int64) (int64, error) {
+	type answer struct {
+		resp *remoting.Command
+		err  error
+	}
+	answers := make([]chan answer, depth)
+	for i := range answers {
+		ch := make(chan answer, 1)
+		answers[i] = ch
+		off := offset + int64(i*batch)
+		go func() {
+			resp, err := pullRequest(ctx, cli, q, topic, group, off, batch, off == offset)
+			ch <- answer{resp, err}
+		}()
+	}
+	next, stop := offset, false
+	var firstErr error
+	for i, ch := range answers {
+		a := <-ch // every answer is awaited, so no pull outlives the round
+		if stop {
+			continue
+		}
+		err := a.err
+		var n int64
+		var cnt int
+		if err == nil {
+			n, cnt, err = accountPull(a.resp, m, last)
+		}
+		if err != nil {
+			stop = true
+			if i == 0 {
+				firstErr = err // else: what was counted stands; the next round meets the error again
+			}
+			continue
+		}
+		want := offset + int64(i*batch)
+		next = n
+		if cnt != batch || n != want+int64(batch) {
+			stop = true
+		}
+	}
+	return next, firstErr
 }

@@ -30,7 +30,7 @@ type memStore struct {
 	flushed     int64
 	// getHook, when set, runs before every GetMessage (tests that hold
 	// the replay of the timer topic back).
-	getHook atomic.Pointer[func(topic string)]
+	getHook atomic.Pointer[func(topic string, maxMsgNums int32)]
 }
 
 func (s *memStore) flush() {
@@ -91,7 +91,7 @@ func (s *memStore) recordLocked(phy int64) []byte {
 
 func (s *memStore) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter store.MessageFilter) *store.GetResult {
 	if h := s.getHook.Load(); h != nil {
-		(*h)(topic)
+		(*h)(topic, maxMsgNums)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
