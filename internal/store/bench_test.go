@@ -185,3 +185,51 @@ func BenchmarkAppendSlowFsync(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetMessage drains a store of 1 KiB messages with pulls of 32:
+// "q1" holds one queue (adjacent records), "q4" four queues written in turn
+// (each queue's records 3 KiB apart), the layout of concurrent producers.
+func BenchmarkGetMessage(b *testing.B) {
+	for _, queues := range []int{1, 4} {
+		b.Run(fmt.Sprintf("q%d", queues), func(b *testing.B) {
+			st := benchStore(b, "pwrite", AsyncFlush)
+			defer st.Shutdown()
+			const perQueue = 4096
+			ms := make([]*message.Inner, queues)
+			for q := range ms {
+				ms[q] = benchMsg(1024, int32(q))
+			}
+			done := make(chan PutResult, 1)
+			cb := func(r PutResult) { done <- r }
+			for i := 0; i < perQueue; i++ {
+				for q := range ms {
+					st.PutMessage(ms[q], cb)
+					if r := <-done; r.Status != PutOK {
+						b.Fatalf("put: %v %s", r.Status, r.Remark)
+					}
+				}
+			}
+			for q := range ms {
+				waitDispatched(b, st, "BenchTopic", int32(q), perQueue)
+			}
+			b.SetBytes(32 * 1024)
+			b.ReportAllocs()
+			b.ResetTimer()
+			off := int64(0)
+			for i := 0; i < b.N; i++ {
+				q := int32(i % queues)
+				r := st.GetMessage("g", "BenchTopic", q, off, 32, 0, nil)
+				if r.Status != Found || len(r.Buffers) != 32 {
+					b.Fatalf("get at %d: %v %d", off, r.Status, len(r.Buffers))
+				}
+				r.Release()
+				if q == int32(queues-1) {
+					off += 32
+					if off+32 > perQueue {
+						off = 0
+					}
+				}
+			}
+		})
+	}
+}

@@ -49,6 +49,56 @@ func checkStoredRecord(rec []byte, phy int64) error {
 	return nil
 }
 
+// readGapMax is the most bytes of other queues' records a pull reads and
+// throws away to join two of its records into one pread; readSpanMax caps
+// one pread. Records of one queue written by concurrent producers sit a
+// few records apart, so a pull of 32 becomes one or two preads instead of
+// 32.
+const (
+	readGapMax  = 16 << 10
+	readSpanMax = 1 << 20
+)
+
+// pick is a consume-queue entry a pull reads: its queue offset, CommitLog
+// range and, once read, where the record sits in the pull's buffer.
+type pick struct {
+	qo   int64
+	phy  int64
+	size int
+	off  int
+	ok   bool
+}
+
+// readSpan is a run of picks [from, to) read with one pread.
+type readSpan struct{ from, to int }
+
+// planReads groups picks (in CommitLog order) into spans: a pick joins the
+// previous span when it starts at most readGapMax bytes after the span's
+// end, the span stays within readSpanMax bytes and within one CommitLog
+// file of fileSize bytes. It returns the spans and the bytes they cover.
+func planReads(spans []readSpan, picks []pick, fileSize int64) ([]readSpan, int) {
+	total := 0
+	for i := 0; i < len(picks); {
+		first := picks[i]
+		end := first.phy + int64(first.size)
+		j := i + 1
+		for j < len(picks) {
+			p := picks[j]
+			pEnd := p.phy + int64(p.size)
+			if p.phy < end || p.phy-end > readGapMax || pEnd-first.phy > readSpanMax ||
+				(fileSize > 0 && (pEnd-1)/fileSize != first.phy/fileSize) {
+				break
+			}
+			end = pEnd
+			j++
+		}
+		spans = append(spans, readSpan{i, j})
+		total += int(end - first.phy)
+		i = j
+	}
+	return spans, total
+}
+
 // batchFull is RocketMQ's isTheBatchFull.
 func (st *DefaultMessageStore) batchFull(sizePy, maxMsgNums, maxBytes, bufferTotal, messageTotal int, inDisk bool) bool {
 	if bufferTotal == 0 || messageTotal == 0 {
@@ -129,12 +179,8 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 		return r
 	}
 
-	type pick struct {
-		qo   int64
-		phy  int64
-		size int
-	}
-	var picks []pick
+	var pickArr [64]pick // one pull's picks stay off the heap in the common case
+	picks := pickArr[:0]
 	status := NoMatchedMessage
 	bufferTotal := 0
 	examined := 0
@@ -158,7 +204,7 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 		if filter != nil && !filter.MatchTagsCode(e.TagsCode) {
 			continue
 		}
-		picks = append(picks, pick{offset + int64(i/CQEntrySize), e.Offset, int(e.Size)})
+		picks = append(picks, pick{qo: offset + int64(i/CQEntrySize), phy: e.Offset, size: int(e.Size)})
 		bufferTotal += int(e.Size)
 	}
 	*ebp = entries[:0]
@@ -166,33 +212,18 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 	r.NextBeginOffset = offset + int64(examined)
 
 	if len(picks) > 0 {
+		var spanArr [64]readSpan
+		spans, readTotal := planReads(spanArr[:0], picks, c.cfg.MappedFileSizeCommitLog)
 		bp := readBufPool.Get().(*[]byte)
 		data := (*bp)[:0]
-		if cap(data) < bufferTotal {
-			data = make([]byte, 0, bufferTotal)
+		if cap(data) < readTotal {
+			data = make([]byte, 0, readTotal)
 		}
-		// Read runs of adjacent records with one pread each.
-		type span struct{ from, to int }
-		var spans []span
-		for i := 0; i < len(picks); {
-			j := i + 1
-			for j < len(picks) && picks[j].phy == picks[j-1].phy+int64(picks[j-1].size) {
-				j++
-			}
-			spans = append(spans, span{i, j})
-			i = j
-		}
-		offs := make([]int, len(picks))
-		ok := make([]bool, len(picks))
 		for _, sp := range spans {
-			first := picks[sp.from]
-			n := 0
-			for k := sp.from; k < sp.to; k++ {
-				n += picks[k].size
-			}
+			first, last := picks[sp.from], picks[sp.to-1]
 			base := len(data)
 			var err error
-			data, err = c.read(data, first.phy, n)
+			data, err = c.read(data, first.phy, int(last.phy-first.phy)+last.size)
 			if err != nil {
 				// Fall back to one read per record (a span may cross a
 				// file end or a removed file).
@@ -201,7 +232,7 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 					b := len(data)
 					data, err = c.read(data, picks[k].phy, picks[k].size)
 					if err == nil {
-						offs[k], ok[k] = b, true
+						picks[k].off, picks[k].ok = b, true
 					} else {
 						data = data[:b]
 						status = MessageWasRemoving
@@ -209,17 +240,17 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 				}
 				continue
 			}
-			p := base
 			for k := sp.from; k < sp.to; k++ {
-				offs[k], ok[k] = p, true
-				p += picks[k].size
+				picks[k].off, picks[k].ok = base+int(picks[k].phy-first.phy), true
 			}
 		}
-		for k, pk := range picks {
-			if !ok[k] {
+		r.Buffers = make([][]byte, 0, len(picks))
+		r.QueueOffsets = make([]int64, 0, len(picks))
+		for _, pk := range picks {
+			if !pk.ok {
 				continue
 			}
-			rec := data[offs[k] : offs[k]+pk.size : offs[k]+pk.size]
+			rec := data[pk.off : pk.off+pk.size : pk.off+pk.size]
 			err := checkStoredRecord(rec, pk.phy)
 			if err == nil {
 				// The record must be the one the entry names: its queue
@@ -252,6 +283,7 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 				}
 			})
 		} else {
+			r.Buffers, r.QueueOffsets = nil, nil
 			*bp = data[:0]
 			readBufPool.Put(bp)
 		}
