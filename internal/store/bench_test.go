@@ -39,13 +39,17 @@ func BenchmarkMemcpy(b *testing.B) {
 }
 
 func benchStore(b *testing.B, path string, flush string) *DefaultMessageStore {
+	return benchStoreIndexed(b, path, flush, false)
+}
+
+func benchStoreIndexed(b *testing.B, path string, flush string, indexed bool) *DefaultMessageStore {
 	cfg := DefaultConfig()
 	cfg.StorePathRootDir = b.TempDir()
 	cfg.StorePathCommitLog = filepath.Join(cfg.StorePathRootDir, "commitlog")
 	cfg.MappedFileSizeCommitLog = 256 << 20
 	cfg.MaxHashSlotNum = 100000
 	cfg.MaxIndexNum = 400000
-	cfg.MessageIndexEnable = false
+	cfg.MessageIndexEnable = indexed
 	cfg.FlushDiskType = flush
 	for _, wp := range writePaths {
 		if wp.name == path {
@@ -90,15 +94,24 @@ func BenchmarkAppend(b *testing.B) {
 				}
 				for _, g := range gs {
 					name := fmt.Sprintf("%s/%s/%dB/g%d", path, strings.TrimSuffix(flush, "_FLUSH"), size, g)
-					b.Run(name, func(b *testing.B) { benchAppend(b, path, flush, size, g) })
+					b.Run(name, func(b *testing.B) { benchAppend(b, path, flush, size, g, false) })
 				}
 			}
 		}
 	}
 }
 
-func benchAppend(b *testing.B, path, flush string, size, g int) {
-	st := benchStore(b, path, flush)
+// BenchmarkAppendIndexed is BenchmarkAppend's pwrite/ASYNC/1024B runs with
+// the message index on (the server default), so the index dispatcher's
+// wake-ups show.
+func BenchmarkAppendIndexed(b *testing.B) {
+	for _, g := range []int{1, 8} {
+		b.Run(fmt.Sprintf("pwrite/ASYNC/1024B/g%d", g), func(b *testing.B) { benchAppend(b, "pwrite", AsyncFlush, 1024, g, true) })
+	}
+}
+
+func benchAppend(b *testing.B, path, flush string, size, g int, indexed bool) {
+	st := benchStoreIndexed(b, path, flush, indexed)
 	defer st.Shutdown()
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
@@ -127,6 +140,10 @@ func benchAppend(b *testing.B, path, flush string, size, g int) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	b.ReportMetric(float64(st.disp.parks.Load())/float64(b.N), "disp-parks/op")
+	if st.index != nil {
+		b.ReportMetric(float64(st.index.parks.Load())/float64(b.N), "index-parks/op")
+	}
 	s := st.Stats()
 	b.ReportMetric(float64(s.PutLockHold.P99.Nanoseconds()), "lock-p99-ns")
 	b.ReportMetric(float64(s.Put.P99.Nanoseconds()), "put-p99-ns")
@@ -232,4 +249,34 @@ func BenchmarkGetMessage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkDispatchLatency is the wake-up latency a held long poll sees:
+// one put at a time, each op ends when OnDispatch reports its record.
+func BenchmarkDispatchLatency(b *testing.B) {
+	st := benchStoreIndexed(b, "pwrite", AsyncFlush, true)
+	defer st.Shutdown()
+	ch := make(chan int64, 1024)
+	st.OnDispatch(func(tp string, q int32, max int64) {
+		if tp == "BenchTopic" {
+			ch <- max
+		}
+	})
+	m := benchMsg(1024, 0)
+	done := make(chan PutResult, 1)
+	cb := func(r PutResult) { done <- r }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := int64(1); i <= int64(b.N); i++ {
+		st.PutMessage(m, cb)
+		if r := <-done; r.Status != PutOK {
+			b.Fatalf("put: %v", r.Status)
+		}
+		for got := int64(0); got < i; {
+			got = <-ch
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(st.disp.parks.Load())/float64(b.N), "disp-parks/op")
+	b.ReportMetric(float64(st.index.parks.Load())/float64(b.N), "index-parks/op")
 }

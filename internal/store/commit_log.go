@@ -70,9 +70,12 @@ type CommitLog struct {
 	pool      *transientPool // transientStorePoolEnable
 	committer *committer
 	kickCh    chan struct{} // wakes the dispatcher
-	bufPool   sync.Pool
-	epoch     time.Time
-	osClock   bool // the store clock is the OS clock
+	// dispatchIdle is set while the dispatcher is parked (or about to
+	// park); only then does kickDispatch wake it.
+	dispatchIdle atomic.Bool
+	bufPool      sync.Pool
+	epoch        time.Time
+	osClock      bool // the store clock is the OS clock
 }
 
 func newCommitLog(st *DefaultMessageStore) *CommitLog {
@@ -256,6 +259,12 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	c.st.stats.lockHold.Record(time.Duration(c.monoNs() - begin))
 
 	c.finishPost(post, postBufs, postPos)
+	if c.writeFailed.Load() {
+		// This put's bytes, or bytes before them, never reached the file:
+		// they will not become readable and recovery would cut them off,
+		// so the put is not acknowledged (design rule 8).
+		return appendOutcome{status: ServiceNotAvailable, remark: c.st.readOnlyRemark()}
+	}
 	c.kickDispatch()
 	if !assign {
 		qo = 0
@@ -439,7 +448,13 @@ func (c *CommitLog) advance(mf *MappedFile, end int64) {
 	c.visible.Store(mf.from + end)
 }
 
+// kickDispatch wakes the dispatcher if it is parked; a running one
+// re-checks the readable end before it parks, so it needs no wake-up.
+// Callers publish their records (visible) before calling it.
 func (c *CommitLog) kickDispatch() {
+	if !c.dispatchIdle.Load() || !c.dispatchIdle.CompareAndSwap(true, false) {
+		return
+	}
 	select {
 	case c.kickCh <- struct{}{}:
 	default:

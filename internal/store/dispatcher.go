@@ -37,6 +37,7 @@ type dispatcher struct {
 	wg        sync.WaitGroup
 	buf       []byte
 	lastErr   atomic.Pointer[string]
+	parks     atomic.Int64 // times the run loop blocked waiting for work (benchmarks)
 }
 
 func newDispatcher(st *DefaultMessageStore) *dispatcher {
@@ -58,16 +59,28 @@ func (d *dispatcher) stop() {
 func (d *dispatcher) run() {
 	defer d.wg.Done()
 	c := d.st.commitLog
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	seen := int64(-1) // the readable end when the last pass began
 	for {
-		t := time.NewTimer(time.Second)
-		select {
-		case <-d.stopCh:
-			t.Stop()
-			return
-		case <-c.kickCh:
-		case <-t.C:
+		// Park unless the readable end moved since the last pass began.
+		// The flag is raised before the re-check, and a put reads it
+		// after publishing its records, so no wake-up is lost; while the
+		// dispatcher works, puts skip the wake-up entirely. (A pass that
+		// cannot progress is not retried until new records arrive.)
+		c.dispatchIdle.Store(true)
+		if !(c.visible.Load() != seen && c.dispatchIdle.CompareAndSwap(true, false)) {
+			d.parks.Add(1)
+			t.Reset(time.Second)
+			select {
+			case <-d.stopCh:
+				return
+			case <-c.kickCh:
+			case <-t.C:
+			}
+			c.dispatchIdle.Store(false)
 		}
-		t.Stop()
+		seen = c.visible.Load()
 		if err := d.pass(); err != nil {
 			msg := err.Error()
 			if p := d.lastErr.Load(); p == nil || *p != msg {
@@ -195,7 +208,7 @@ func (d *dispatcher) pass() error {
 		}
 		d.reputFrom.Store(next)
 		if d.st.index != nil {
-			d.st.index.kick()
+			d.st.index.notify()
 		}
 		d.st.stats.dispatch.Record(time.Duration(c.monoNs() - start))
 	}

@@ -335,3 +335,29 @@ func TestTransientPoolExhaustedAnswersBusy(t *testing.T) {
 		t.Fatal("counter")
 	}
 }
+
+// TestWriteErrorIsNeverAcknowledged: on the pwrite path under ASYNC_FLUSH a
+// put whose bytes did not reach the file is not answered PUT_OK, and the
+// store refuses puts until restart.
+func TestWriteErrorIsNeverAcknowledged(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.WriteWithoutMmap = true
+	cfg.TransientStorePoolEnable = false
+	fs := vfs.NewFaultFS(vfs.OS())
+	st := openStarted(t, cfg, fs)
+	defer st.Shutdown()
+	mustPut(t, st, testMsg("W", 0, "before", ""))
+	fs.SetENOSPC(true, false)
+	r := putSync(t, st, testMsg("W", 0, "failing", ""))
+	if r.Status == PutOK || !strings.Contains(r.Remark, "no space left") {
+		t.Fatalf("put whose write failed: %v %q", r.Status, r.Remark)
+	}
+	fs.SetENOSPC(false, false)
+	if r := putSync(t, st, testMsg("W", 0, "after", "")); r.Status != ServiceNotAvailable {
+		t.Fatalf("put after a failed write: %v %q", r.Status, r.Remark)
+	}
+	waitDispatched(t, st, "W", 0, 1)
+	if max := st.MaxOffsetInQueue("W", 0); max != 1 {
+		t.Fatalf("queue holds %d messages, want only the acknowledged one", max)
+	}
+}

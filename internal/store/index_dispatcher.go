@@ -16,6 +16,13 @@ import (
 // yielding (design rule 6: a catch-up scan must not monopolise the disk).
 const indexBudget = 4 << 20
 
+// indexGather is how long a woken index dispatcher waits for more records
+// before reading, unless indexGatherLag bytes are waiting already.
+const (
+	indexGather    = 10 * time.Millisecond
+	indexGatherLag = 1 << 20
+)
+
 // indexDispatcher feeds the index service from its own cursor, so
 // consume-queue dispatch never waits for the index.
 type indexDispatcher struct {
@@ -23,16 +30,30 @@ type indexDispatcher struct {
 	svc    *index.Service
 	cursor atomic.Int64
 	kickCh chan struct{}
+	idle   atomic.Bool // parked: the next notify wakes it
 	stopCh chan struct{}
 	wg     sync.WaitGroup
 	buf    []byte
 	err    atomic.Pointer[string]
+	parks  atomic.Int64 // times the run loop blocked, parked or gathering (benchmarks)
 }
 
+// kick wakes the index dispatcher unconditionally (tests, shutdown).
 func (x *indexDispatcher) kick() {
 	select {
 	case x.kickCh <- struct{}{}:
 	default:
+	}
+}
+
+// notify tells the index dispatcher that records were dispatched. It costs
+// an atomic load unless the index dispatcher is parked; a parked one is
+// woken once and then gathers for indexGather before it reads, so a stream
+// of small puts wakes it at most once per indexGather rather than once per
+// put.
+func (x *indexDispatcher) notify() {
+	if x.idle.Load() && x.idle.CompareAndSwap(true, false) {
+		x.kick()
 	}
 }
 
@@ -49,26 +70,48 @@ func (x *indexDispatcher) stop() {
 
 func (x *indexDispatcher) run() {
 	defer x.wg.Done()
+	c := x.st.commitLog
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	seen := int64(-1) // the readable end when the last pass began
 	for {
-		t := time.NewTimer(time.Second)
-		select {
-		case <-x.stopCh:
-			t.Stop()
-			return
-		case <-x.kickCh:
-		case <-t.C:
-		}
-		t.Stop()
-		for {
-			more := x.pass(indexBudget)
-			x.st.stats.indexLag.Record(time.Duration(x.svc.IndexLagBytes(x.st.commitLog.maxOffset())) * time.Microsecond)
-			if !more {
-				break
-			}
+		// Park unless the readable end moved since the last pass began
+		// (re-checked after raising the flag, so a notify in between is
+		// not lost).
+		x.idle.Store(true)
+		if !(c.visible.Load() != seen && x.idle.CompareAndSwap(true, false)) {
+			x.parks.Add(1)
+			t.Reset(time.Second)
 			select {
 			case <-x.stopCh:
 				return
-			case <-time.After(time.Millisecond): // yield between budgets
+			case <-x.kickCh:
+			case <-t.C:
+			}
+			x.idle.Store(false)
+		}
+		// The index is derived data: let a small lag grow into a batch.
+		if lag := c.visible.Load() - x.cursor.Load(); lag > 0 && lag < indexGatherLag {
+			x.parks.Add(1)
+			t.Reset(indexGather)
+			select {
+			case <-x.stopCh:
+				return
+			case <-t.C:
+			}
+		}
+		seen = c.visible.Load()
+		for {
+			more := x.pass(indexBudget)
+			x.st.stats.indexLag.Record(time.Duration(x.svc.IndexLagBytes(c.maxOffset())) * time.Microsecond)
+			if !more {
+				break
+			}
+			t.Reset(time.Millisecond) // yield between budgets
+			select {
+			case <-x.stopCh:
+				return
+			case <-t.C:
 			}
 		}
 	}

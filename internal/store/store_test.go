@@ -446,3 +446,90 @@ func TestLargeRecordsDispatchAndIndex(t *testing.T) {
 		t.Fatalf("get: %v %d", g.Status, len(g.Buffers))
 	}
 }
+
+func TestPlanReads(t *testing.T) {
+	const file = 1 << 20
+	pk := func(phy int64, size int) pick { return pick{phy: phy, size: size} }
+	cases := []struct {
+		name  string
+		picks []pick
+		want  []readSpan
+		total int
+	}{
+		{"adjacent", []pick{pk(0, 100), pk(100, 50), pk(150, 10)}, []readSpan{{0, 3}}, 160},
+		{"small gaps join", []pick{pk(0, 100), pk(300, 100), pk(300+100+readGapMax, 1)}, []readSpan{{0, 3}}, 400 + readGapMax + 1},
+		{"large gap splits", []pick{pk(0, 100), pk(100+readGapMax+1, 100)}, []readSpan{{0, 1}, {1, 2}}, 200},
+		{"file end splits", []pick{pk(file-100, 100), pk(file, 100)}, []readSpan{{0, 1}, {1, 2}}, 200},
+		{"span cap splits", []pick{pk(0, readSpanMax-10), pk(readSpanMax-10, 20)}, []readSpan{{0, 1}, {1, 2}}, readSpanMax + 10},
+		{"out of order splits", []pick{pk(500, 100), pk(0, 100)}, []readSpan{{0, 1}, {1, 2}}, 200},
+	}
+	for _, tc := range cases {
+		got, total := planReads(nil, tc.picks, file)
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) || total != tc.total {
+			t.Errorf("%s: got %v %d, want %v %d", tc.name, got, total, tc.want, tc.total)
+		}
+	}
+}
+
+// TestGetMessageInterleavedQueues pulls queues whose records are
+// interleaved (read with gap-joined preads) and checks every record.
+func TestGetMessageInterleavedQueues(t *testing.T) {
+	cfg := testConfig(t)
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	const queues, per = 3, 100
+	for i := 0; i < per; i++ {
+		for q := int32(0); q < queues; q++ {
+			body := fmt.Sprintf("q%d-%d-%s", q, i, strings.Repeat("y", i*7))
+			tag := "A"
+			if i%5 == 0 {
+				tag = "B"
+			}
+			mustPut(t, st, testMsg("IQ", q, body, tag))
+		}
+	}
+	for q := int32(0); q < queues; q++ {
+		waitDispatched(t, st, "IQ", q, per)
+	}
+	for q := int32(0); q < queues; q++ {
+		for off := int64(0); off < per; {
+			r := st.GetMessage("g", "IQ", q, off, 32, 0, nil)
+			if r.Status != Found {
+				t.Fatalf("q%d at %d: %v", q, off, r.Status)
+			}
+			for k, rec := range r.Buffers {
+				ext, err := message.DecodeRecord(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := fmt.Sprintf("q%d-%d-%s", q, off+int64(k), strings.Repeat("y", int(off+int64(k))*7))
+				if string(ext.Body) != want || r.QueueOffsets[k] != off+int64(k) {
+					t.Fatalf("q%d at %d: got %q (offset %d)", q, off+int64(k), ext.Body, r.QueueOffsets[k])
+				}
+			}
+			off = r.NextBeginOffset
+			r.Release()
+		}
+	}
+}
+
+// TestDispatchWakesWithoutKick checks that a put alone (no explicit kick)
+// gets its records dispatched and OnDispatch run, many times over, so
+// the parked-flag wake-up loses nothing.
+func TestDispatchWakesWithoutKick(t *testing.T) {
+	cfg := testConfig(t)
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	ch := make(chan int64, 1024)
+	st.OnDispatch(func(tp string, q int32, max int64) {
+		if tp == "W" {
+			ch <- max
+		}
+	})
+	for i := int64(1); i <= 200; i++ {
+		mustPut(t, st, testMsg("W", 0, fmt.Sprint(i), ""))
+		for got := int64(0); got < i; {
+			got = <-ch
+		}
+	}
+}
