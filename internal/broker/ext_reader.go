@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -9,7 +10,9 @@ import (
 )
 
 // extReader reads typed ext fields of a request, remembering the first
-// problem so a handler can answer it with one clear remark.
+// problem so a handler can answer it with one clear remark. The *Of
+// methods take a value already looked up (a header read in one pass over
+// the map); the others look the key up themselves.
 type extReader struct {
 	cmd *remoting.Command
 	// alias maps a long key to the short key of V2 headers.
@@ -52,6 +55,11 @@ func (r *extReader) shownKey(key string) string {
 // non-empty.
 func (r *extReader) str(key string, required bool) string {
 	v, ok := r.raw(key)
+	return r.strOf(key, v, ok, required)
+}
+
+// strOf is str for a value v (present when ok) of field key.
+func (r *extReader) strOf(key, v string, ok, required bool) string {
 	if required && (!ok || v == "") {
 		r.fail("missing ext field %s", r.shownKey(key))
 	}
@@ -60,6 +68,14 @@ func (r *extReader) str(key string, required bool) string {
 
 func (r *extReader) i64(key string, required bool, def int64) int64 {
 	v, ok := r.raw(key)
+	return r.i64Of(key, v, ok, required, def)
+}
+
+// i64Of is i64 for a value v (present when ok) of field key.
+func (r *extReader) i64Of(key, v string, ok, required bool, def int64) int64 {
+	if n, plain := plainDecimal(v); plain {
+		return n
+	}
 	v = strings.TrimSpace(v)
 	if !ok || v == "" {
 		if required {
@@ -77,6 +93,14 @@ func (r *extReader) i64(key string, required bool, def int64) int64 {
 
 func (r *extReader) i32(key string, required bool, def int32) int32 {
 	v, ok := r.raw(key)
+	return r.i32Of(key, v, ok, required, def)
+}
+
+// i32Of is i32 for a value v (present when ok) of field key.
+func (r *extReader) i32Of(key, v string, ok, required bool, def int32) int32 {
+	if n, plain := plainDecimal(v); plain && n >= math.MinInt32 && n <= math.MaxInt32 {
+		return int32(n)
+	}
 	v = strings.TrimSpace(v)
 	if !ok || v == "" {
 		if required {
@@ -92,10 +116,41 @@ func (r *extReader) i32(key string, required bool, def int32) int32 {
 	return int32(n)
 }
 
+// plainDecimal parses the common form of an integer field, an optional
+// '-' and 1 to 18 ASCII digits, without the general parser; false sends
+// every other form (spaces, '+', longer, invalid) to strconv.
+func plainDecimal(s string) (int64, bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	d := s
+	if neg {
+		d = s[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(d); i++ {
+		c := d[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c)
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
 // boolean follows Java's Boolean.parseBoolean: "true" in any case is true,
 // anything else false.
 func (r *extReader) boolean(key string, def bool) bool {
 	v, ok := r.raw(key)
+	return boolOf(v, ok, def)
+}
+
+// boolOf is boolean for a value v (present when ok).
+func boolOf(v string, ok, def bool) bool {
 	if !ok || v == "" {
 		return def
 	}

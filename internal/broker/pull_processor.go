@@ -73,7 +73,15 @@ func (b *Broker) handlePull(c *transport.Conn, req *remoting.Command) *remoting.
 	if err != nil {
 		return badHeader(req, err)
 	}
-	return b.withPullExt(h, b.processPull(c, req, h, true))
+	resp, res := b.runPull(c, req, h, true)
+	if res != nil {
+		// The records go out as the store's buffers, not joined into a
+		// new body; the transport releases them once written.
+		c.ReplyPieces(req, resp, res.Buffers, res.Release)
+		b.inflight.done()
+		return nil
+	}
+	return b.withPullExt(h, resp)
 }
 
 // withPullExt gives error answers the four offset fields too, so a client
@@ -92,44 +100,60 @@ func (b *Broker) withPullExt(h *pullHeader, resp *remoting.Command) *remoting.Co
 
 // processPull runs one pull. firstRun is false when a held pull is run
 // again: it may then neither suspend nor commit the offset. It returns nil
-// only when it held the request.
+// only when it held the request. A found body is joined into resp.Body.
 func (b *Broker) processPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) *remoting.Command {
+	resp, res := b.runPull(c, req, h, firstRun)
+	if res != nil {
+		body := make([]byte, 0, res.BufferTotalSize)
+		for _, buf := range res.Buffers {
+			body = append(body, buf...)
+		}
+		resp.Body = body
+		res.Release()
+	}
+	return resp
+}
+
+// runPull is processPull leaving a found body in the store's buffers: when
+// res is not nil, resp (code SUCCESS, offset fields set) is to be answered
+// with res.Buffers as its body, and res released after they were written.
+func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) (resp *remoting.Command, res *store.GetResult) {
 	cfg := b.config()
 	if !isReadable(cfg.BrokerPermission) {
-		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", b.addr))
+		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", b.addr)), nil
 	}
 	sg := b.groups.FindOrCreate(h.consumerGroup, cfg.AutoCreateSubscriptionGroup)
 	if sg == nil {
 		return response(req, remoting.SubscriptionGroupNotExist,
-			fmt.Sprintf("subscription group [%s] does not exist, %s", h.consumerGroup, faqURL))
+			fmt.Sprintf("subscription group [%s] does not exist, %s", h.consumerGroup, faqURL)), nil
 	}
 	if !sg.ConsumeEnable {
-		return response(req, remoting.NoPermission, "subscription group no permission, "+h.consumerGroup)
+		return response(req, remoting.NoPermission, "subscription group no permission, "+h.consumerGroup), nil
 	}
 	tc := b.topics.Find(h.topic)
 	if tc == nil {
 		return response(req, remoting.TopicNotExist,
-			fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL))
+			fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL)), nil
 	}
 	if !isReadable(tc.Perm) {
-		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic))
+		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic)), nil
 	}
 	if h.queueID < 0 || int(h.queueID) >= tc.ReadQueueNums {
 		return response(req, remoting.InvalidParameter, fmt.Sprintf(
 			"queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.queueID, h.topic, tc.ReadQueueNums, remoteString(c)))
+			h.queueID, h.topic, tc.ReadQueueNums, remoteString(c))), nil
 	}
 
 	var filter store.MessageFilter
 	if h.sysFlag&pullFlagSubscription != 0 {
 		if !strings.EqualFold(h.expressionType, exprTag) && !cfg.EnablePropertyFilter {
 			return response(req, remoting.SystemError,
-				"The broker does not support consumer to filter message by "+h.expressionType+" (enablePropertyFilter=false)")
+				"The broker does not support consumer to filter message by "+h.expressionType+" (enablePropertyFilter=false)"), nil
 		}
 		f, err := compileFilter(h.expressionType, h.subscription)
 		if err != nil {
 			return response(req, remoting.SubscriptionParseFailed, fmt.Sprintf(
-				"parse the consumer's subscription[%s] failed, group: %s: %v", h.subscription, h.consumerGroup, err))
+				"parse the consumer's subscription[%s] failed, group: %s: %v", h.subscription, h.consumerGroup, err)), nil
 		}
 		filter = f
 	} else {
@@ -137,27 +161,27 @@ func (b *Broker) processPull(c *transport.Conn, req *remoting.Command, h *pullHe
 		if !found {
 			return response(req, remoting.SubscriptionNotExist, fmt.Sprintf(
 				"the consumer's group info not exist, group: %s (the consumer has not sent a heartbeat to this broker yet) %s",
-				h.consumerGroup, faqURL))
+				h.consumerGroup, faqURL)), nil
 		}
 		if !sg.ConsumeBroadcastEnable && gv.messageModel == modelBroadcasting {
 			return response(req, remoting.NoPermission, fmt.Sprintf(
-				"the consumer group[%s] can not consume by broadcast way", h.consumerGroup))
+				"the consumer group[%s] can not consume by broadcast way", h.consumerGroup)), nil
 		}
 		if gv.sub == nil {
 			return response(req, remoting.SubscriptionNotExist, fmt.Sprintf(
-				"the consumer's subscription not exist, group: %s topic: %s %s", h.consumerGroup, h.topic, faqURL))
+				"the consumer's subscription not exist, group: %s topic: %s %s", h.consumerGroup, h.topic, faqURL)), nil
 		}
 		if gv.sub.data.SubVersion < h.subVersion {
 			return response(req, remoting.SubscriptionNotLatest, fmt.Sprintf(
-				"the consumer's subscription not latest, group: %s topic: %s", h.consumerGroup, h.topic))
+				"the consumer's subscription not latest, group: %s topic: %s", h.consumerGroup, h.topic)), nil
 		}
 		if !strings.EqualFold(gv.sub.data.ExpressionType, exprTag) && !cfg.EnablePropertyFilter {
 			return response(req, remoting.SystemError,
-				"The broker does not support consumer to filter message by "+gv.sub.data.ExpressionType+" (enablePropertyFilter=false)")
+				"The broker does not support consumer to filter message by "+gv.sub.data.ExpressionType+" (enablePropertyFilter=false)"), nil
 		}
 		if gv.sub.compileErr != nil {
 			return response(req, remoting.SubscriptionParseFailed, fmt.Sprintf(
-				"parse the consumer's subscription[%s] failed, group: %s: %v", gv.sub.data.SubString, h.consumerGroup, gv.sub.compileErr))
+				"parse the consumer's subscription[%s] failed, group: %s: %v", gv.sub.data.SubString, h.consumerGroup, gv.sub.compileErr)), nil
 		}
 		filter = gv.sub.filter
 	}
@@ -173,29 +197,25 @@ func (b *Broker) processPull(c *transport.Conn, req *remoting.Command, h *pullHe
 		if firstRun && !b.stopping() {
 			b.holdColdPull(c, req, h, cold.wait)
 			b.commitPullOffset(h, firstRun)
-			return nil
+			return nil, nil
 		}
-		return b.coldRetryResponse(req, h)
+		return b.coldRetryResponse(req, h), nil
 	}
-	res := b.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, cold.maxBytes, filter)
+	res = b.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, cold.maxBytes, filter)
 	if res == nil {
-		return response(req, remoting.SystemError, "store getMessage result is null")
+		return response(req, remoting.SystemError, "store getMessage result is null"), nil
 	}
 	b.flow.afterColdRead(cold, res)
-	resp := response(req, remoting.SystemError, res.Status.String())
+	resp = response(req, remoting.SystemError, res.Status.String())
 	resp.SetExt("suggestWhichBrokerId", strconv.Itoa(masterID))
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
 	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
 	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
+	next := res.NextBeginOffset
 	switch res.Status {
 	case store.Found:
 		resp.Code = remoting.Success
-		body := make([]byte, 0, res.BufferTotalSize)
-		for _, buf := range res.Buffers {
-			body = append(body, buf...)
-		}
-		resp.Body = body
-		b.stats.countGet(h.topic, len(res.Buffers), len(body))
+		b.stats.countGet(h.topic, len(res.Buffers), res.BufferTotalSize)
 	case store.MessageWasRemoving, store.NoMatchedMessage:
 		resp.Code = remoting.PullRetryImmediately
 	case store.NoMatchedLogicQueue, store.NoMessageInQueue:
@@ -209,9 +229,12 @@ func (b *Broker) processPull(c *transport.Conn, req *remoting.Command, h *pullHe
 	case store.OffsetOverflowBadly, store.OffsetTooSmall:
 		resp.Code = remoting.PullOffsetMoved
 	}
-	res.Release()
+	if resp.Code != remoting.Success {
+		res.Release()
+		res = nil
+	}
 	if resp.Code == remoting.PullOffsetMoved && firstRun {
-		b.recordOffsetMoved(h, res.NextBeginOffset)
+		b.recordOffsetMoved(h, next)
 	}
 
 	if resp.Code == remoting.PullNotFound && firstRun && h.sysFlag&pullFlagSuspend != 0 && !b.stopping() {
@@ -222,11 +245,11 @@ func (b *Broker) processPull(c *transport.Conn, req *remoting.Command, h *pullHe
 		if timeout > 0 {
 			b.longPoll.suspend(&heldPull{c: c, req: req, h: h}, millis(timeout))
 			b.commitPullOffset(h, firstRun)
-			return nil
+			return nil, nil
 		}
 	}
 	b.commitPullOffset(h, firstRun)
-	return resp
+	return resp, res
 }
 
 // commitPullOffset stores the pull's commitOffset as the group's offset on

@@ -1,6 +1,10 @@
 package broker
 
-import "github.com/spoolmq/spool/remoting"
+import (
+	"strings"
+
+	"github.com/spoolmq/spool/remoting"
+)
 
 // sendV2Keys maps SendMessageRequestHeader's long names to the one-letter
 // names of SendMessageRequestHeaderV2 (codes 310 and 320).
@@ -9,6 +13,34 @@ var sendV2Keys = map[string]string{
 	"sysFlag": "f", "bornTimestamp": "g", "flag": "h", "properties": "i", "reconsumeTimes": "j",
 	"unitMode": "k", "maxReconsumeTimes": "l", "batch": "m", "bname": "n",
 }
+
+// Send header fields, in the order of the V2 letters ('a' + index).
+const (
+	sfProducerGroup = iota
+	sfTopic
+	sfDefaultTopic
+	sfDefaultTopicQueueNums
+	sfQueueID
+	sfSysFlag
+	sfBornTimestamp
+	sfFlag
+	sfProperties
+	sfReconsumeTimes
+	sfUnitMode
+	sfMaxReconsumeTimes
+	sfBatch
+	sfBname
+	sendFieldCount
+)
+
+// sendFieldNames are the V1 (long) names, indexed by field.
+var sendFieldNames = [sendFieldCount]string{
+	"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp",
+	"flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch", "bname",
+}
+
+// sendFieldShort are the V2 one-letter names, indexed by field.
+var sendFieldShort = [sendFieldCount]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"}
 
 // sendHeader is a decoded SEND_MESSAGE / SEND_MESSAGE_V2 /
 // SEND_BATCH_MESSAGE header.
@@ -32,30 +64,53 @@ type sendHeader struct {
 // parseSendHeader decodes the header of a send request. producerGroup,
 // topic and queueId are required; the other fields RocketMQ marks required
 // default to what the Go client sends when absent (TBW102, 4, 0, now).
+//
+// Each field is looked up once, by the name its code uses (codes 310, 320
+// and 324 use the V2 one-letter names when "b" is present, long names
+// otherwise): a lookup per field is cheaper than ranging over the map,
+// and there is no second lookup through the alias table.
 func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
-	r := newExtReader(req)
+	r := extReader{cmd: req}
+	names := &sendFieldNames
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
 		// Java maps V2 names for these codes; accept long names too.
 		if _, ok := req.ExtFields["b"]; ok {
-			r.alias = sendV2Keys
+			r.alias = sendV2Keys // error remarks name both
+			names = &sendFieldShort
 		}
 	}
-	h := &sendHeader{
-		producerGroup:         r.str("producerGroup", true),
-		topic:                 r.str("topic", true),
-		defaultTopic:          r.str("defaultTopic", false),
-		defaultTopicQueueNums: r.i32("defaultTopicQueueNums", false, 4),
-		queueID:               r.i32("queueId", true, 0),
-		sysFlag:               r.i32("sysFlag", false, 0),
-		bornTimestamp:         r.i64("bornTimestamp", false, nowMillis()),
-		flag:                  r.i32("flag", false, 0),
-		properties:            r.str("properties", false),
-		reconsumeTimes:        r.i32("reconsumeTimes", false, 0),
-		unitMode:              r.boolean("unitMode", false),
-		hasMaxReconsumeTimes:  r.has("maxReconsumeTimes"),
-		maxReconsumeTimes:     r.i32("maxReconsumeTimes", false, 0),
-		batch:                 r.boolean("batch", false),
+	var vals [sendFieldCount]string
+	var have [sendFieldCount]bool
+	if ext := req.ExtFields; ext != nil {
+		for i := range sfBname { // bname is not read
+			vals[i], have[i] = ext[names[i]]
+		}
 	}
+	str := func(i int, required bool) string { return r.strOf(sendFieldNames[i], vals[i], have[i], required) }
+	i32 := func(i int, required bool, def int32) int32 {
+		return r.i32Of(sendFieldNames[i], vals[i], have[i], required, def)
+	}
+	h := &sendHeader{
+		producerGroup:         str(sfProducerGroup, true),
+		topic:                 str(sfTopic, true),
+		defaultTopic:          str(sfDefaultTopic, false),
+		defaultTopicQueueNums: i32(sfDefaultTopicQueueNums, false, 4),
+		queueID:               i32(sfQueueID, true, 0),
+		sysFlag:               i32(sfSysFlag, false, 0),
+	}
+	// The default is read only when needed: the clock is not free.
+	if v := vals[sfBornTimestamp]; have[sfBornTimestamp] && strings.TrimSpace(v) != "" {
+		h.bornTimestamp = r.i64Of(sendFieldNames[sfBornTimestamp], v, true, false, 0)
+	} else {
+		h.bornTimestamp = nowMillis()
+	}
+	h.flag = i32(sfFlag, false, 0)
+	h.properties = vals[sfProperties]
+	h.reconsumeTimes = i32(sfReconsumeTimes, false, 0)
+	h.unitMode = boolOf(vals[sfUnitMode], have[sfUnitMode], false)
+	h.hasMaxReconsumeTimes = have[sfMaxReconsumeTimes] && vals[sfMaxReconsumeTimes] != ""
+	h.maxReconsumeTimes = i32(sfMaxReconsumeTimes, false, 0)
+	h.batch = boolOf(vals[sfBatch], have[sfBatch], false)
 	if h.defaultTopic == "" {
 		h.defaultTopic = topicAutoCreate
 	}

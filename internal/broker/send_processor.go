@@ -94,8 +94,13 @@ func remoteString(c *transport.Conn) string {
 
 // sendSingle stores one message (SEND_MESSAGE, SEND_MESSAGE_V2).
 func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarget) *remoting.Command {
-	cfg := b.config()
 	h := t.h
+	if !isRetryTopic(h.topic) {
+		if ps, ok := scanPlainProperties(h.properties); ok {
+			return b.sendPlain(c, req, t, ps)
+		}
+	}
+	cfg := b.config()
 	props := message.DecodeProperties(h.properties)
 	if props == nil {
 		props = map[string]string{}
@@ -143,12 +148,16 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 		return resp
 	}
 	m.PropertiesString = message.EncodeProperties(props)
+	return b.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx])
+}
+
+// putSingle stores a single message whose PropertiesString is final and
+// answers from the store's completion.
+func (b *Broker) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string) *remoting.Command {
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
 		return response(req, remoting.MessageIllegal, fmt.Sprintf(
 			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen))
 	}
-	uniq := props[message.PropertyUniqClientMessageIDKeyIdx]
-	reportQueue := t.queueID
 	err := b.putMessage(m, func(r store.PutResult) {
 		b.stats.countPut(m.Topic, r)
 		b.replyLater(c, req, b.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
@@ -157,6 +166,94 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 		return response(req, timer.ResponseCode(err), err.Error())
 	}
 	return nil
+}
+
+// plainProperties is what sendPlain needs of a property string that
+// scanPlainProperties accepted.
+type plainProperties struct {
+	s    string
+	tags string
+	uniq string
+}
+
+// scanPlainProperties reads a client's property string in one pass and
+// reports whether it is plain: every segment a well-formed pair ending in
+// 0x02 (so nothing the map path would drop), and none of the properties
+// whose rules rewrite the message (DELAY, TRAN_MSG, timer keys), that must
+// be stripped (__DELAY_SRC, __TIMER_SRC) or that the broker sets
+// (CLUSTER). A plain string is stored as sent with CLUSTER (and UNIQ_KEY
+// when missing) appended: readers take the last occurrence of a name, as
+// the map path does.
+func scanPlainProperties(s string) (plainProperties, bool) {
+	ps := plainProperties{s: s}
+	if s != "" && s[len(s)-1] != message.PropertySeparator {
+		return ps, false
+	}
+	plain, kept := true, 0
+	message.RangeProperties(s, func(k, v string) bool {
+		kept += len(k) + len(v) + 2
+		switch k {
+		case message.PropertyTags:
+			ps.tags = v
+		case message.PropertyUniqClientMessageIDKeyIdx:
+			ps.uniq = v
+		case message.PropertyDelayTimeLevel, message.PropertyTransactionPrepared, message.PropertyCluster,
+			message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS,
+			propertyDelaySource, timer.PropertyTimerSource:
+			plain = false
+			return false
+		}
+		return true
+	})
+	return ps, plain && kept == len(s)
+}
+
+// writeProperty writes name 0x01 value 0x02.
+func writeProperty(sb *strings.Builder, name, value string) {
+	sb.WriteString(name)
+	sb.WriteByte(message.NameValueSeparator)
+	sb.WriteString(value)
+	sb.WriteByte(message.PropertySeparator)
+}
+
+// sendPlain stores a single message whose properties need no rewriting
+// (see scanPlainProperties): no map is built.
+func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget, ps plainProperties) *remoting.Command {
+	h := t.h
+	cluster := b.config().BrokerClusterName
+	m := &message.Inner{
+		Topic:          h.topic,
+		QueueID:        t.queueID,
+		Flag:           h.flag,
+		Body:           req.Body,
+		SysFlag:        h.sysFlag,
+		BornTimestamp:  h.bornTimestamp,
+		BornHost:       message.AddrFromNet(c.RemoteAddr()),
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.reconsumeTimes,
+		TagsCode:       message.TagsHashCode(ps.tags),
+	}
+	if t.tc.TopicFilterType == filterMultiTag {
+		m.SysFlag |= message.SysFlagMultiTags
+	}
+	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
+		return resp
+	}
+	addUniq := ps.uniq == ""
+	if addUniq {
+		ps.uniq = message.NewUniqID()
+	}
+	var sb strings.Builder
+	sb.Grow(len(ps.s) + len(message.PropertyCluster) + len(cluster) + len(message.PropertyUniqClientMessageIDKeyIdx) + len(ps.uniq) + 4)
+	sb.WriteString(ps.s)
+	if addUniq {
+		writeProperty(&sb, message.PropertyUniqClientMessageIDKeyIdx, ps.uniq)
+	}
+	if cluster != "" { // the map path leaves out empty values too
+		writeProperty(&sb, message.PropertyCluster, cluster)
+	}
+	m.PropertiesString = sb.String()
+	return b.putSingle(c, req, m, t.queueID, ps.uniq)
 }
 
 // retryToDLQ applies the retry-topic rules to a send to %RETRY%<group>:
@@ -299,19 +396,33 @@ func (b *Broker) sendResponse(req *remoting.Command, r store.PutResult, queueID 
 	default:
 		return resp
 	}
-	ids := make([]string, len(offsets))
-	for i, off := range offsets {
-		ids[i] = message.OffsetMsgID(b.storeHost, off)
+	var msgID string
+	switch len(offsets) {
+	case 0:
+	case 1:
+		msgID = message.OffsetMsgID(b.storeHost, offsets[0])
+	default:
+		var sb strings.Builder
+		for i, off := range offsets {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString(message.OffsetMsgID(b.storeHost, off))
+		}
+		msgID = sb.String()
 	}
 	cfg := b.config()
-	resp.SetExt("msgId", strings.Join(ids, ","))
-	resp.SetExt("queueId", strconv.Itoa(int(queueID)))
-	resp.SetExt("queueOffset", strconv.FormatInt(r.QueueOffset, 10))
+	// Sized once for every key below: no growth while filling it.
+	ext := make(map[string]string, 6)
+	ext["msgId"] = msgID
+	ext["queueId"] = strconv.Itoa(int(queueID))
+	ext["queueOffset"] = strconv.FormatInt(r.QueueOffset, 10)
 	if uniq != "" {
-		resp.SetExt("transactionId", uniq)
+		ext["transactionId"] = uniq
 	}
-	resp.SetExt(message.PropertyMsgRegion, cfg.RegionID)
-	resp.SetExt(message.PropertyTraceSwitch, strconv.FormatBool(cfg.TraceOn))
+	ext[message.PropertyMsgRegion] = cfg.RegionID
+	ext[message.PropertyTraceSwitch] = strconv.FormatBool(cfg.TraceOn)
+	resp.ExtFields = ext
 	return resp
 }
 

@@ -51,6 +51,16 @@
 // A command handed to Reply, Invoke, InvokeAsync or InvokeOneway belongs to
 // the transport until it is written; after a timed-out call the writer may
 // still be reading it, so callers build a fresh command per call.
+// Conn.ReplyPieces answers with a body given as several slices (a pull's
+// stored records) that are written in order and never joined: copied into
+// the write buffer, or, for a body of 128 KiB or more with nothing buffered
+// before it, sent with the header in one writev. Its done function runs
+// exactly once when the slices are no longer needed (written, or the
+// answer dropped because the request was oneway or the connection closed),
+// so the owner releases them there:
+//
+//	frame = [len][hdrlen][header][resp.Body][piece 0][piece 1]...[piece n-1]
+//	        len = 4 + hdrlen + len(resp.Body) + sum(len(piece i))
 //
 // # Responses
 //

@@ -1,0 +1,198 @@
+package broker
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+)
+
+func TestParseSendHeaderNames(t *testing.T) {
+	long := map[string]string{
+		"producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102", "defaultTopicQueueNums": "8", "queueId": " 3 ",
+		"sysFlag": "4", "bornTimestamp": "1700000000000", "flag": "7", "properties": "TAGS\x01a\x02", "reconsumeTimes": "2",
+		"unitMode": "TRUE", "maxReconsumeTimes": "5", "batch": "true", "bname": "b", "extra": "x",
+	}
+	short := map[string]string{}
+	for k, v := range long {
+		if s, ok := sendV2Keys[k]; ok {
+			short[s] = v
+		}
+	}
+	want := sendHeader{producerGroup: "pg", topic: "T", defaultTopic: "TBW102", defaultTopicQueueNums: 8, queueID: 3,
+		sysFlag: 4, bornTimestamp: 1700000000000, flag: 7, properties: "TAGS\x01a\x02", reconsumeTimes: 2, unitMode: true,
+		maxReconsumeTimes: 5, hasMaxReconsumeTimes: true, batch: true}
+	for _, tc := range []struct {
+		code int32
+		ext  map[string]string
+	}{
+		{remoting.SendMessage, long},
+		{remoting.SendMessageV2, long}, // V2 codes accept long names without "b"
+		{remoting.SendMessageV2, short},
+		{remoting.SendBatchMessage, short},
+		{remoting.SendReplyMessageV2, short},
+	} {
+		h, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil))
+		if err != nil {
+			t.Fatalf("code %d: %v", tc.code, err)
+		}
+		if *h != want {
+			t.Errorf("code %d: got %+v\nwant %+v", tc.code, *h, want)
+		}
+	}
+	// Code 10 does not read short names.
+	if _, err := parseSendHeader(remoting.NewRequest(remoting.SendMessage, short, nil)); err == nil ||
+		!strings.Contains(err.Error(), "missing ext field producerGroup") {
+		t.Errorf("V1 code with short names: err %v", err)
+	}
+}
+
+func TestParseSendHeaderDefaultsAndErrors(t *testing.T) {
+	h, err := parseSendHeader(remoting.NewRequest(remoting.SendMessage,
+		map[string]string{"producerGroup": "pg", "topic": "T", "queueId": "0", "bornTimestamp": " "}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.defaultTopic != topicAutoCreate || h.defaultTopicQueueNums != 4 || h.bornTimestamp <= 0 || h.hasMaxReconsumeTimes {
+		t.Errorf("defaults: %+v", *h)
+	}
+	for _, tc := range []struct {
+		code int32
+		ext  map[string]string
+		want string
+	}{
+		{remoting.SendMessage, map[string]string{"topic": "T", "queueId": "x"}, "missing ext field producerGroup"},
+		{remoting.SendMessage, map[string]string{"producerGroup": "pg", "topic": "T", "queueId": "x"}, `queueId="x" is not a 32-bit integer`},
+		{remoting.SendMessage, map[string]string{"producerGroup": "pg", "topic": "T"}, "missing ext field queueId"},
+		{remoting.SendMessageV2, map[string]string{"a": "pg", "b": "T", "e": "0", "g": "soon"}, `bornTimestamp (g)="soon" is not an integer`},
+		{remoting.SendMessageV2, map[string]string{"a": "pg", "b": "T"}, "missing ext field queueId (e)"},
+	} {
+		_, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want %q", tc.ext, err, tc.want)
+		}
+	}
+}
+
+func TestScanPlainProperties(t *testing.T) {
+	for _, tc := range []struct {
+		s          string
+		plain      bool
+		tags, uniq string
+	}{
+		{"", true, "", ""},
+		{"TAGS\x01a\x02UNIQ_KEY\x01U1\x02KEYS\x01k\x02", true, "a", "U1"},
+		{"TAGS\x01a\x02TAGS\x01b\x02", true, "b", ""}, // the last occurrence wins, as in the map
+		{"TAGS\x01a", false, "", ""},                  // no trailing separator
+		{"\x02TAGS\x01a\x02", false, "", ""},          // an empty segment is dropped by the map path
+		{"TAGS\x01\x02", false, "", ""},               // an empty value too
+		{"DELAY\x013\x02", false, "", ""},
+		{"TRAN_MSG\x01false\x02", false, "", ""},
+		{"CLUSTER\x01c\x02", false, "", ""},
+		{"TIMER_DELAY_MS\x011\x02", false, "", ""},
+		{"__DELAY_SRC\x011:2\x02", false, "", ""},
+		{"__TIMER_SRC\x011\x02", false, "", ""},
+	} {
+		ps, ok := scanPlainProperties(tc.s)
+		if ok != tc.plain || (ok && (ps.tags != tc.tags || ps.uniq != tc.uniq)) {
+			t.Errorf("%q: plain %v tags %q uniq %q, want %v %q %q", tc.s, ok, ps.tags, ps.uniq, tc.plain, tc.tags, tc.uniq)
+		}
+	}
+}
+
+// Sends whose properties take the append path and sends that fall back to
+// the map store the same properties.
+func TestSendPropertiesStored(t *testing.T) {
+	e := startBroker(t, nil)
+	e.createTopic("P", 1)
+	for i, tc := range []struct {
+		props string
+		want  map[string]string
+		uniq  string // "" = the broker adds one
+	}{
+		{"TAGS\x01a\x02KEYS\x01k1\x02", map[string]string{"TAGS": "a", "KEYS": "k1"}, ""},
+		{"TAGS\x01b\x02UNIQ_KEY\x01MINE\x02", map[string]string{"TAGS": "b"}, "MINE"},
+		{"TAGS\x01c\x02CLUSTER\x01theirs\x02", map[string]string{"TAGS": "c"}, ""},
+		{"TAGS\x01d", map[string]string{"TAGS": "d"}, ""},
+		{"\x02TAGS\x01e\x02__DELAY_SRC\x011:9\x02__TIMER_SRC\x015\x02", map[string]string{"TAGS": "e"}, ""},
+		{"", map[string]string{}, ""},
+	} {
+		req := sendV1("P", 0, nil, []byte("x"))
+		req.ExtFields["properties"] = tc.props
+		resp := e.invoke(req)
+		if resp.Code != remoting.Success {
+			t.Fatalf("%q: code %d %q", tc.props, resp.Code, resp.Remark)
+		}
+		e.waitDispatched("P", 0, int64(i+1))
+		pull := e.invoke(pullReq("g", "P", 0, int64(i), pullFlagSubscription, 0, "*"))
+		recs := decodeRecords(t, pull.Body)
+		if len(recs) != 1 {
+			t.Fatalf("%q: %d records", tc.props, len(recs))
+		}
+		got := recs[0].Properties
+		uniq := got[message.PropertyUniqClientMessageIDKeyIdx]
+		if (tc.uniq != "" && uniq != tc.uniq) || len(uniq) == 0 || resp.Ext("transactionId") != uniq {
+			t.Errorf("%q: UNIQ_KEY %q, transactionId %q", tc.props, uniq, resp.Ext("transactionId"))
+		}
+		if got[message.PropertyCluster] != "DefaultCluster" {
+			t.Errorf("%q: CLUSTER %q", tc.props, got[message.PropertyCluster])
+		}
+		for _, k := range []string{propertyDelaySource, "__TIMER_SRC"} {
+			if _, ok := got[k]; ok {
+				t.Errorf("%q: marker %s stored", tc.props, k)
+			}
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%q: %s=%q, want %q", tc.props, k, got[k], v)
+			}
+		}
+		if len(got) != len(tc.want)+2 {
+			t.Errorf("%q: stored %v", tc.props, got)
+		}
+		if recs[0].PropertiesLen > 0 && string(pull.Body[recs[0].PropertiesOffset+recs[0].PropertiesLen-1]) != "\x02" {
+			t.Errorf("%q: stored string does not end with the separator", tc.props)
+		}
+	}
+}
+
+func BenchmarkParseSendHeader(b *testing.B) {
+	v1 := sendV1("Bench", 0, map[string]string{"TAGS": "a", "UNIQ_KEY": "0123456789ABCDEF0123456789ABCDEF"}, nil)
+	short := map[string]string{}
+	for k, v := range v1.ExtFields {
+		short[sendV2Keys[k]] = v
+	}
+	v2 := remoting.NewRequest(remoting.SendMessageV2, short, nil)
+	for _, req := range []*remoting.Command{v1, v2} {
+		b.Run(remoting.RequestName(req.Code), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parseSendHeader(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestPlainDecimalMatchesStrconv(t *testing.T) {
+	for _, s := range []string{"0", "7", "-1", "-0", "2147483647", "2147483648", "-2147483648", "-2147483649",
+		"999999999999999999", "1000000000000000000", "9223372036854775807", "", "-", "+1", " 1", "1 ", "1a", "٣"} {
+		r := extReader{}
+		got64 := r.i64Of("k", s, true, false, -7)
+		got32 := r.i32Of("k", s, true, false, -7)
+		want64, err64 := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err64 != nil {
+			want64 = -7
+		}
+		want32, err32 := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		if err32 != nil {
+			want32 = -7
+		}
+		if got64 != want64 || got32 != int32(want32) {
+			t.Errorf("%q: i64 %d i32 %d, want %d %d", s, got64, got32, want64, want32)
+		}
+	}
+}

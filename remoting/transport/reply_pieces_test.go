@@ -1,0 +1,129 @@
+package transport
+
+import (
+	"bytes"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/spoolmq/spool/remoting"
+)
+
+// piecesHandler answers with the request body repeated in n pieces (n from
+// ext "n"), inline or from another goroutine, counting done calls.
+func piecesHandler(dones *atomic.Int64, later bool) Handler {
+	return func(c *Conn, req *remoting.Command) *remoting.Command {
+		n, _ := strconv.Atoi(req.Ext("n"))
+		pieces := make([][]byte, n)
+		for i := range pieces {
+			pieces[i] = bytes.Repeat([]byte{byte('a' + i%26)}, len(req.Body))
+		}
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.SetExt("k", "v")
+		resp.Body = []byte("head:")
+		done := func() { dones.Add(1) }
+		if later {
+			go c.ReplyPieces(req, resp, pieces, done)
+		} else {
+			c.ReplyPieces(req, resp, pieces, done)
+		}
+		return nil
+	}
+}
+
+func wantPiecesBody(t *testing.T, resp *remoting.Command, n, size int) {
+	t.Helper()
+	want := []byte("head:")
+	for i := 0; i < n; i++ {
+		want = append(want, bytes.Repeat([]byte{byte('a' + i%26)}, size)...)
+	}
+	if !bytes.Equal(resp.Body, want) {
+		t.Fatalf("body %d bytes, want %d (pieces joined in order)", len(resp.Body), len(want))
+	}
+	if resp.Ext("k") != "v" || resp.Code != remoting.Success {
+		t.Fatalf("resp %+v", resp)
+	}
+}
+
+func TestReplyPiecesSmallAndLarge(t *testing.T) {
+	for _, later := range []bool{false, true} {
+		var dones atomic.Int64
+		_, addr := startServer(t, ServerConfig{}, func(s *Server) { s.Register(codeEcho, piecesHandler(&dones, later), nil) })
+		rc := dialRaw(t, addr)
+		cases := []struct{ n, size int }{{0, 0}, {1, 10}, {3, 100}, {40, 1024}, {2, 300 << 10}}
+		for i, tc := range cases {
+			for _, st := range []remoting.SerializeType{remoting.SerializeJSON, remoting.SerializeRocketMQ} {
+				req := request(codeEcho, int32(i+1), st)
+				req.SetExt("n", strconv.Itoa(tc.n))
+				req.Body = make([]byte, tc.size)
+				rc.send(req)
+				resp := rc.read()
+				if resp.Opaque != int32(i+1) {
+					t.Fatalf("opaque %d, want %d", resp.Opaque, i+1)
+				}
+				wantPiecesBody(t, resp, tc.n, tc.size)
+			}
+		}
+		waitFor(t, "every done called", func() bool { return dones.Load() == int64(2*len(cases)) })
+	}
+}
+
+// Pipelined requests: the writer goroutine batches small and large
+// bodies; the frames must come back whole and in order.
+func TestReplyPiecesPipelined(t *testing.T) {
+	var dones atomic.Int64
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) { s.Register(codeEcho, piecesHandler(&dones, false), nil) })
+	rc := dialRaw(t, addr)
+	const reqs = 40
+	var frames []byte
+	for i := 0; i < reqs; i++ {
+		req := request(codeEcho, int32(i+1), remoting.SerializeRocketMQ)
+		req.SetExt("n", strconv.Itoa(1+i%5))
+		req.Body = make([]byte, 1+(i%3)*30000)
+		f, err := remoting.Encode(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f...)
+	}
+	rc.write(frames)
+	for i := 0; i < reqs; i++ {
+		resp := rc.read()
+		if resp.Opaque != int32(i+1) {
+			t.Fatalf("opaque %d, want %d", resp.Opaque, i+1)
+		}
+		wantPiecesBody(t, resp, 1+i%5, 1+(i%3)*30000)
+	}
+	waitFor(t, "every done called", func() bool { return dones.Load() == reqs })
+}
+
+// done runs for answers that are never written: oneway requests and
+// closed connections.
+func TestReplyPiecesDoneWhenDropped(t *testing.T) {
+	var dones atomic.Int64
+	conns := make(chan *Conn, 1)
+	held := make(chan *remoting.Command, 1)
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Register(codeEcho, piecesHandler(&dones, false), nil)
+		s.Register(codeEcho+1, func(c *Conn, req *remoting.Command) *remoting.Command {
+			conns <- c
+			held <- req
+			return nil
+		}, nil)
+	})
+	rc := dialRaw(t, addr)
+	ow := request(codeEcho, 1, remoting.SerializeJSON)
+	ow.Flag = remoting.FlagOneway
+	ow.SetExt("n", "2")
+	rc.send(ow)
+	waitFor(t, "done for the oneway answer", func() bool { return dones.Load() == 1 })
+
+	rc.send(request(codeEcho+1, 2, remoting.SerializeJSON))
+	c, req := <-conns, <-held
+	c.Close()
+	<-c.Closed()
+	c.ReplyPieces(req, remoting.NewResponse(req, remoting.Success, ""), [][]byte{[]byte("x")}, func() { dones.Add(1) })
+	if dones.Load() != 2 {
+		t.Fatalf("done calls %d, want 2 (closed connection)", dones.Load())
+	}
+}
