@@ -112,19 +112,29 @@ func notifyStop() <-chan os.Signal {
 	return ch
 }
 
+// begin is what every serving command does first: a logger, signal
+// handling, the properties, and the profiling endpoint when asked for.
+func begin(f *serveFlags) (*slog.Logger, <-chan os.Signal, map[string]string, error) {
+	logger := newLogger()
+	stop := notifyStop()
+	props, err := loadProps(f)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := servePprof(f.pprof, logger); err != nil {
+		return nil, nil, nil, err
+	}
+	return logger, stop, props, nil
+}
+
 func standaloneCmd() *cobra.Command {
 	f := &serveFlags{}
 	cmd := &cobra.Command{
 		Use:   "standalone",
 		Short: "run a name server and a broker in one process on one store",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logger := newLogger()
-			stop := notifyStop()
-			props, err := loadProps(f)
+			logger, stop, props, err := begin(f)
 			if err != nil {
-				return err
-			}
-			if err := servePprof(f.pprof, logger); err != nil {
 				return err
 			}
 			if f.store == "" {
@@ -248,13 +258,8 @@ func brokerCmd() *cobra.Command {
 		Use:   "broker",
 		Short: "run a broker that registers with name servers",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logger := newLogger()
-			stop := notifyStop()
-			props, err := loadProps(f)
+			logger, stop, props, err := begin(f)
 			if err != nil {
-				return err
-			}
-			if err := servePprof(f.pprof, logger); err != nil {
 				return err
 			}
 			if f.namesrvAddr == "" {

@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spoolmq/spool/internal/vfs"
 )
@@ -89,33 +88,12 @@ func readCheckpoint(fs vfs.FS, path string) (Checkpoint, bool, error) {
 // rename, fsync of the directory (design rule 5). failpoint, when set, is
 // called between the steps with their names.
 func writeCheckpoint(fs vfs.FS, path string, cp Checkpoint, failpoint func(string)) error {
-	tmp := path + ".tmp"
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("store: create %s: %w", tmp, err)
-	}
-	if _, err := f.WriteAt(cp.encode(), 0); err != nil {
-		f.Close()
-		return fmt.Errorf("store: write %s: %w", tmp, err)
-	}
+	var hook func(string)
 	if failpoint != nil {
-		failpoint("checkpoint-written")
+		hook = func(stage string) { failpoint("checkpoint-" + stage) }
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("store: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("store: close %s: %w", tmp, err)
-	}
-	if err := fs.Rename(tmp, path); err != nil {
-		return fmt.Errorf("store: rename %s: %w", tmp, err)
-	}
-	if failpoint != nil {
-		failpoint("checkpoint-renamed")
-	}
-	if err := fs.SyncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("store: sync dir of %s: %w", path, err)
+	if err := vfs.WriteFileAtomic(fs, path, cp.encode(), hook); err != nil {
+		return fmt.Errorf("store: checkpoint: %w", err)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/spoolmq/spool/internal/vfs"
@@ -137,27 +136,8 @@ func loadWheelImage(fs vfs.FS, path string) (*wheelImage, error) {
 // saveWheelImage replaces path atomically: temp file, fsync, rename, fsync
 // of the directory.
 func saveWheelImage(fs vfs.FS, path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("timer: create %s: %w", tmp, err)
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return fmt.Errorf("timer: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("timer: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("timer: close %s: %w", tmp, err)
-	}
-	if err := fs.Rename(tmp, path); err != nil {
-		return fmt.Errorf("timer: rename %s: %w", tmp, err)
-	}
-	if err := fs.SyncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("timer: sync dir %s: %w", filepath.Dir(path), err)
+	if err := vfs.WriteFileAtomic(fs, path, b, nil); err != nil {
+		return fmt.Errorf("timer: %w", err)
 	}
 	return nil
 }
