@@ -77,43 +77,27 @@ func (p *parser) asBoolean(n *node, pos int) (*node, error) {
 }
 
 func (p *parser) orExpr() (*node, error) {
-	start := p.tok.pos
-	l, err := p.andExpr()
-	if err != nil {
-		return nil, err
-	}
-	for p.tok.kind == tokOr {
-		if err := p.advance(); err != nil {
-			return nil, err
-		}
-		rStart := p.tok.pos
-		r, err := p.andExpr()
-		if err != nil {
-			return nil, err
-		}
-		if l, err = p.asBoolean(l, start); err != nil {
-			return nil, err
-		}
-		if r, err = p.asBoolean(r, rStart); err != nil {
-			return nil, err
-		}
-		l = &node{op: opOr, l: l, r: r}
-	}
-	return l, nil
+	return p.logical(tokOr, opOr, p.andExpr)
 }
 
 func (p *parser) andExpr() (*node, error) {
+	return p.logical(tokAnd, opAnd, p.equality)
+}
+
+// logical parses operand (tok operand)*, left-associative, into op nodes;
+// both sides of each op must be conditions.
+func (p *parser) logical(tok tokenKind, kind op, operand func() (*node, error)) (*node, error) {
 	start := p.tok.pos
-	l, err := p.equality()
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.tok.kind == tokAnd {
+	for p.tok.kind == tok {
 		if err := p.advance(); err != nil {
 			return nil, err
 		}
 		rStart := p.tok.pos
-		r, err := p.equality()
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +107,7 @@ func (p *parser) andExpr() (*node, error) {
 		if r, err = p.asBoolean(r, rStart); err != nil {
 			return nil, err
 		}
-		l = &node{op: opAnd, l: l, r: r}
+		l = &node{op: kind, l: l, r: r}
 	}
 	return l, nil
 }
