@@ -209,8 +209,7 @@ func (b *Broker) holdColdPull(c *transport.Conn, req *remoting.Command, h *pullH
 			return
 		default:
 		}
-		resp := b.withPullExt(h, b.processPull(c, req, h, false))
-		b.replyLater(c, req, resp)
+		b.answerRerun(c, req, h)
 	})
 }
 

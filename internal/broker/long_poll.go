@@ -116,8 +116,7 @@ func (s *longPollService) resume(p *heldPull) {
 			return
 		default:
 		}
-		resp := s.b.withPullExt(p.h, s.b.processPull(p.c, p.req, p.h, false))
-		s.b.replyLater(p.c, p.req, resp)
+		s.b.answerRerun(p.c, p.req, p.h)
 	}()
 }
 

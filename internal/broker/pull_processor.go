@@ -98,23 +98,20 @@ func (b *Broker) withPullExt(h *pullHeader, resp *remoting.Command) *remoting.Co
 	return resp
 }
 
-// processPull runs one pull. firstRun is false when a held pull is run
-// again: it may then neither suspend nor commit the offset. It returns nil
-// only when it held the request. A found body is joined into resp.Body.
-func (b *Broker) processPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) *remoting.Command {
-	resp, res := b.runPull(c, req, h, firstRun)
+// answerRerun runs a held pull again (it may then neither suspend nor
+// commit the offset) and answers it: found records go out as the store's
+// buffers, as on the first run, never joined into a new body.
+func (b *Broker) answerRerun(c *transport.Conn, req *remoting.Command, h *pullHeader) {
+	resp, res := b.runPull(c, req, h, false)
 	if res != nil {
-		body := make([]byte, 0, res.BufferTotalSize)
-		for _, buf := range res.Buffers {
-			body = append(body, buf...)
-		}
-		resp.Body = body
-		res.Release()
+		c.ReplyPieces(req, resp, res.Buffers, res.Release)
+		b.inflight.done()
+		return
 	}
-	return resp
+	b.replyLater(c, req, b.withPullExt(h, resp))
 }
 
-// runPull is processPull leaving a found body in the store's buffers: when
+// runPull runs one pull, leaving a found body in the store's buffers: when
 // res is not nil, resp (code SUCCESS, offset fields set) is to be answered
 // with res.Buffers as its body, and res released after they were written.
 func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) (resp *remoting.Command, res *store.GetResult) {
