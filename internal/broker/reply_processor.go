@@ -35,19 +35,9 @@ func (b *Broker) handleSendReply(c *transport.Conn, req *remoting.Command) *remo
 		props = map[string]string{}
 	}
 	props[message.PropertyCluster] = cfg.BrokerClusterName
-	m := &message.Inner{
-		Topic:          h.topic,
-		QueueID:        t.queueID,
-		Flag:           h.flag,
-		Body:           req.Body,
-		Properties:     props,
-		SysFlag:        h.sysFlag,
-		BornTimestamp:  h.bornTimestamp,
-		BornHost:       message.AddrFromNet(c.RemoteAddr()),
-		StoreHost:      b.storeHost,
-		ReconsumeTimes: h.reconsumeTimes,
-		TagsCode:       message.TagsHashCode(props[message.PropertyTags]),
-	}
+	m := b.innerFromSend(c, req, t)
+	m.Properties = props
+	m.TagsCode = message.TagsHashCode(props[message.PropertyTags])
 	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
 		return resp
 	}

@@ -106,18 +106,8 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 		props = map[string]string{}
 	}
 	stripMarkers(props)
-	m := &message.Inner{
-		Topic:          h.topic,
-		QueueID:        t.queueID,
-		Flag:           h.flag,
-		Body:           req.Body,
-		Properties:     props,
-		SysFlag:        h.sysFlag,
-		BornTimestamp:  h.bornTimestamp,
-		BornHost:       message.AddrFromNet(c.RemoteAddr()),
-		StoreHost:      b.storeHost,
-		ReconsumeTimes: h.reconsumeTimes,
-	}
+	m := b.innerFromSend(c, req, t)
+	m.Properties = props
 	if isRetryTopic(h.topic) {
 		if resp := b.retryToDLQ(req, h, m); resp != nil {
 			return resp
@@ -216,12 +206,11 @@ func writeProperty(sb *strings.Builder, name, value string) {
 	sb.WriteByte(message.PropertySeparator)
 }
 
-// sendPlain stores a single message whose properties need no rewriting
-// (see scanPlainProperties): no map is built.
-func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget, ps plainProperties) *remoting.Command {
+// innerFromSend builds the message a single send (or reply) stores, from
+// its header, body and connection; the caller adds the properties.
+func (b *Broker) innerFromSend(c *transport.Conn, req *remoting.Command, t *sendTarget) *message.Inner {
 	h := t.h
-	cluster := b.config().BrokerClusterName
-	m := &message.Inner{
+	return &message.Inner{
 		Topic:          h.topic,
 		QueueID:        t.queueID,
 		Flag:           h.flag,
@@ -231,8 +220,15 @@ func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarg
 		BornHost:       message.AddrFromNet(c.RemoteAddr()),
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: h.reconsumeTimes,
-		TagsCode:       message.TagsHashCode(ps.tags),
 	}
+}
+
+// sendPlain stores a single message whose properties need no rewriting
+// (see scanPlainProperties): no map is built.
+func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget, ps plainProperties) *remoting.Command {
+	cluster := b.config().BrokerClusterName
+	m := b.innerFromSend(c, req, t)
+	m.TagsCode = message.TagsHashCode(ps.tags)
 	if t.tc.TopicFilterType == filterMultiTag {
 		m.SysFlag |= message.SysFlagMultiTags
 	}
