@@ -68,6 +68,9 @@ type MessageStore interface {
 
 	// Stats returns the runtime figures (latency histograms, counters).
 	Stats() Stats
+	// RuntimeInfo returns the store's GET_BROKER_RUNTIME_INFO figures under
+	// RocketMQ's keys, formatted as RocketMQ formats them.
+	RuntimeInfo() map[string]string
 	// EvictPageCache drops the pages of the CommitLog (topic "" ) or of
 	// a topic's records from memory and reports residency before and after.
 	EvictPageCache(topic string) (EvictReport, error)

@@ -134,6 +134,7 @@ func (d *dispatcher) pass() error {
 		if from >= end {
 			return flushBatches()
 		}
+		d.st.stats.rt.RecordDispatchBuffer(end - from)
 		mf := c.mfq.find(from)
 		if mf == nil {
 			if min := c.minOffset(); from < min {

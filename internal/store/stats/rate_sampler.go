@@ -1,8 +1,6 @@
 package stats
 
 import (
-	"math"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -99,39 +97,4 @@ func SumTPSString(samplers ...*RateSampler) string {
 		parts[i] = JavaDouble(sum)
 	}
 	return strings.Join(parts, " ")
-}
-
-// JavaDouble formats f as Java's Double.toString does: plain decimal with at
-// least one fractional digit for 1e-3 <= |f| < 1e7 ("12.0", "0.5"),
-// otherwise computerized scientific notation ("1.0E7", "1.234E-4"), with the
-// shortest digits that round-trip; "NaN", "Infinity", "-Infinity", "0.0".
-func JavaDouble(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case f == 0:
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	a := math.Abs(f)
-	if a >= 1e-3 && a < 1e7 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	s := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
-	mant, exp, _ := strings.Cut(s, "e")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
-	}
-	e, _ := strconv.Atoi(exp)
-	return mant + "E" + strconv.Itoa(e)
 }

@@ -5,19 +5,6 @@ import (
 	"testing"
 )
 
-func TestJavaDouble(t *testing.T) {
-	cases := map[float64]string{
-		0: "0.0", 1: "1.0", 12.5: "12.5", -3: "-3.0", 0.001: "0.001", 1234567.25: "1234567.25",
-		1e7: "1.0E7", 12345678: "1.2345678E7", 0.0001: "1.0E-4", 0.00012345: "1.2345E-4",
-		math.NaN(): "NaN", math.Inf(1): "Infinity", math.Inf(-1): "-Infinity", 100.0 / 3: "33.333333333333336",
-	}
-	for in, want := range cases {
-		if got := JavaDouble(in); got != want {
-			t.Errorf("JavaDouble(%v) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestRateSamplerWindows(t *testing.T) {
 	var r RateSampler
 	if got := r.TPSString(); got != "  " {

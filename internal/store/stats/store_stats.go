@@ -218,24 +218,24 @@ func formatRuntime(ms int64) string {
 		ms/day, (ms%day)/hour, (ms%hour)/min, (ms%min)/sec)
 }
 
-// RuntimeInfo returns the store's figures under RocketMQ's runtime-info
-// keys (bootTimestamp, runtime, putMessageEntireTimeMax,
-// putMessageTimesTotal, putMessageFailedTimes, putMessageSizeTotal,
-// putMessageDistributeTime, putMessageAverageSize, dispatchMaxBuffer,
-// getMessageEntireTimeMax, putTps, getFoundTps, getMissTps, getTotalTps,
-// getTransferredTps, putLatency99, putLatency999) plus the day totals
-// (msgPutTotalTodayNow, msgPutTotalTodayMorning, ...). Differences from
-// RocketMQ: putMessageTimesTotal is the true count (RocketMQ shows 1 for 0);
-// putLatency99/999 come from the microsecond histogram of the last minute
-// (bucket upper bound, in ms with two decimals) instead of an interpolation
-// over millisecond buckets.
+// RuntimeInfo returns the figures of RocketMQ's
+// StoreStatsService.getRuntimeInfo under its keys and in its formats:
+// bootTimestamp and getMessageEntireTimeMax/putMessageEntireTimeMax
+// (milliseconds), runtime ("[ 0 days, 1 hours, 2 minutes, 3 seconds ]"),
+// putMessageTimesTotal (1 when nothing was put, as RocketMQ divides by it),
+// putMessageFailedTimes, putMessageSizeTotal, putMessageAverageSize (Java
+// double), putMessageDistributeTime (the last complete minute's PAGECACHERT
+// buckets, "null" before the first minute ends), dispatchMaxBuffer, the TPS
+// figures putTps, getFoundTps, getMissTps, getTotalTps and getTransferredTps
+// (three windows, see RateSampler.TPSString; getTransferedTps is the same
+// figure under RocketMQ 4.x's spelling, which 4.x tools read) and
+// putLatency99/putLatency999 ("%.2f" milliseconds). It adds the day totals
+// (msgPutTotalTodayNow, msgPutTotalTodayMorning, ...). putLatency99/999 come
+// from the microsecond histogram of the last minute (bucket upper bound)
+// instead of RocketMQ's interpolation over millisecond buckets.
 func (s *StoreStats) RuntimeInfo(now time.Time) map[string]string {
 	m := make(map[string]string, 32)
-	total := s.putTimes.Load()
-	div := total
-	if div == 0 {
-		div = 1
-	}
+	total := max(s.putTimes.Load(), 1)
 	m["bootTimestamp"] = strconv.FormatInt(s.bootMillis, 10)
 	m["runtime"] = formatRuntime(now.UnixMilli() - s.bootMillis)
 	m["putMessageEntireTimeMax"] = strconv.FormatInt(s.PageCacheRT.MaxMillis(), 10)
@@ -247,7 +247,7 @@ func (s *StoreStats) RuntimeInfo(now time.Time) map[string]string {
 	} else {
 		m["putMessageDistributeTime"] = "null"
 	}
-	m["putMessageAverageSize"] = JavaDouble(float64(s.putSize.Load()) / float64(div))
+	m["putMessageAverageSize"] = JavaDouble(float64(s.putSize.Load()) / float64(total))
 	m["dispatchMaxBuffer"] = strconv.FormatInt(s.dispatchMaxBuf.Load(), 10)
 	m["getMessageEntireTimeMax"] = strconv.FormatInt(s.getMaxMs.Load(), 10)
 	m["putTps"] = s.PutTPS()
@@ -255,9 +255,10 @@ func (s *StoreStats) RuntimeInfo(now time.Time) map[string]string {
 	m["getMissTps"] = s.GetMissTPS()
 	m["getTotalTps"] = s.GetTotalTPS()
 	m["getTransferredTps"] = s.GetTransferredTPS()
+	m["getTransferedTps"] = m["getTransferredTps"]
 	h := s.LastMinutePutLatency()
-	m["putLatency99"] = fmt.Sprintf("%.2f", float64(h.P99)/float64(time.Millisecond))
-	m["putLatency999"] = fmt.Sprintf("%.2f", float64(h.P999)/float64(time.Millisecond))
+	m["putLatency99"] = JavaFixed(float64(h.P99)/float64(time.Millisecond), 2)
+	m["putLatency999"] = JavaFixed(float64(h.P999)/float64(time.Millisecond), 2)
 	pt, py, gt, gy := s.DayTotals()
 	m["msgPutTotalTodayNow"] = strconv.FormatInt(s.MsgPutTotalTodayNow(), 10)
 	m["msgPutTotalTodayMorning"] = strconv.FormatInt(pt, 10)
