@@ -29,15 +29,15 @@ func TestRuntimeInfoStoreFigures(t *testing.T) {
 	}
 	info := st.RuntimeInfo()
 	want := map[string]string{
-		"putMessageTimesTotal":                      "3",
-		"putMessageFailedTimes":                     "1",
-		"commitLogDiskRatio":                        "0.44", // 43.21 % rounded up to a hundredth
+		"putMessageTimesTotal":                     "3",
+		"putMessageFailedTimes":                    "1",
+		"commitLogDiskRatio":                       "0.44", // 43.21 % rounded up to a hundredth
 		"commitLogDiskRatio_" + cfg.commitLogDir(): "0.44",
-		"consumeQueueDiskRatio":                     "0.44",
-		"commitLogMinOffset":                        "0",
-		"commitLogMaxOffset":                        strconv.FormatInt(st.MaxPhyOffset(), 10),
-		"remainHowManyDataToCommit":                 "0 B",
-		"putMessageDistributeTime":                  "null", // no minute has ended yet
+		"consumeQueueDiskRatio":                    "0.44",
+		"commitLogMinOffset":                       "0",
+		"commitLogMaxOffset":                       strconv.FormatInt(st.MaxPhyOffset(), 10),
+		"remainHowManyDataToCommit":                "0 B",
+		"putMessageDistributeTime":                 "null", // no minute has ended yet
 	}
 	for k, v := range want {
 		if info[k] != v {
