@@ -264,7 +264,7 @@ func (b *Broker) Start() error {
 	}
 	b.background(func() { b.offsets.runFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
 	b.background(b.housekeeping)
-	b.background(func() { b.stats.run(b.stop) })
+	b.background(func() { b.stats.run(b.stop, b.timerTotals) })
 	b.background(b.flow.run)
 	b.background(b.longPoll.run)
 	b.registrar.round()

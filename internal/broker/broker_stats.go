@@ -6,58 +6,63 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/store/stats"
 )
 
-// tpsWindow is how many one-second samples the rate sampler keeps.
-const tpsWindow = 601
+// timerTPSWindow is the window (one-second samples) of timerEnqueueTps and
+// timerDequeueTps: RocketMQ's timer perf counters report the rate of their
+// last period of 10 s.
+const timerTPSWindow = 10
 
-// brokerStats counts what the broker itself sees (messages put and got)
-// for GET_BROKER_RUNTIME_INFO: totals since start, today's totals and
-// rates over the last 10 s, 1 min and 10 min.
+// brokerStats counts what the broker itself sees for
+// GET_BROKER_RUNTIME_INFO, as RocketMQ's BrokerStatsManager and BrokerStats:
+// messages put by producers and delivered by the delay and timer services,
+// and messages got by pulls, both without system topics (msgPutTotalTodayNow,
+// msgGetTotalTodayNow), with their totals at the last two local midnights;
+// and the timing wheel's enqueue and dequeue rates.
 type brokerStats struct {
-	putMsgs, putFailures, getMsgs, getBytes atomic.Int64
+	putMsgs, getMsgs atomic.Int64
 
 	mu           sync.Mutex
-	samples      [tpsWindow][2]int64 // put, get totals, one per second
-	head, filled int
 	day          int // day of year of the "today" counters
 	putAtDayOpen int64
 	getAtDayOpen int64
 	putYesterday int64
 	getYesterday int64
-	boot         time.Time
+
+	timerEnq, timerDeq stats.RateSampler
 }
 
 func newBrokerStats() *brokerStats {
-	now := time.Now()
-	return &brokerStats{boot: now, day: now.YearDay()}
+	return &brokerStats{day: time.Now().YearDay()}
 }
 
-func (s *brokerStats) countPut(_ string, r store.PutResult) {
-	if r.Status == store.PutOK || r.Status == store.FlushDiskTimeout {
-		n := int64(r.MsgNum)
-		if n <= 0 {
-			n = 1
-		}
-		s.putMsgs.Add(n)
+// countPut counts a stored message of topic (a batch counts its messages).
+func (s *brokerStats) countPut(topic string, r store.PutResult) {
+	if (r.Status != store.PutOK && r.Status != store.FlushDiskTimeout) || isSystemTopic(topic) {
 		return
 	}
-	s.putFailures.Add(1)
+	s.putMsgs.Add(int64(max(r.MsgNum, 1)))
 }
 
-func (s *brokerStats) countGet(_ string, msgs, bytes int) {
+// countGet counts msgs messages a pull of topic returned.
+func (s *brokerStats) countGet(topic string, msgs, _ int) {
+	if isSystemTopic(topic) {
+		return
+	}
 	s.getMsgs.Add(int64(msgs))
-	s.getBytes.Add(int64(bytes))
 }
 
-// sample records one second's totals; called every second.
-func (s *brokerStats) sample(now time.Time) {
+// sample is called every second with the timing wheel's totals (accepted
+// and delivered timers; 0 without the wheel). It rolls the day totals at
+// local midnight.
+func (s *brokerStats) sample(now time.Time, timerEnq, timerDeq int64) {
+	ms := now.UnixMilli()
+	s.timerEnq.Sample(ms, timerEnq)
+	s.timerDeq.Sample(ms, timerDeq)
 	put, get := s.putMsgs.Load(), s.getMsgs.Load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.samples[s.head] = [2]int64{put, get}
-	s.head = (s.head + 1) % tpsWindow
-	s.filled = min(s.filled+1, tpsWindow)
 	if d := now.YearDay(); d != s.day {
 		s.day = d
 		s.putYesterday, s.getYesterday = s.putAtDayOpen, s.getAtDayOpen
@@ -65,18 +70,12 @@ func (s *brokerStats) sample(now time.Time) {
 	}
 }
 
-// rate returns messages per second of kind (0 put, 1 get) over the last
-// secs seconds.
-func (s *brokerStats) rate(kind, secs int) float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.filled < 2 {
-		return 0
-	}
-	secs = min(secs, s.filled-1)
-	last := s.samples[(s.head-1+tpsWindow)%tpsWindow][kind]
-	first := s.samples[(s.head-1-secs+2*tpsWindow)%tpsWindow][kind]
-	return float64(last-first) / float64(secs)
+// timerTPS returns the timing wheel's enqueue and dequeue rates over the
+// last timerTPSWindow seconds (0 until that much has been sampled).
+func (s *brokerStats) timerTPS() (enq, deq float32) {
+	e, _ := s.timerEnq.Rate(timerTPSWindow)
+	d, _ := s.timerDeq.Rate(timerTPSWindow)
+	return float32(e), float32(d)
 }
 
 func (s *brokerStats) today() (putMorning, putNow, getMorning, getNow, putYesterday, getYesterday int64) {
@@ -85,7 +84,9 @@ func (s *brokerStats) today() (putMorning, putNow, getMorning, getNow, putYester
 	return s.putAtDayOpen, s.putMsgs.Load(), s.getAtDayOpen, s.getMsgs.Load(), s.putYesterday, s.getYesterday
 }
 
-func (s *brokerStats) run(stop <-chan struct{}) {
+// run samples once a second until stop; timerTotals reports the wheel's
+// accepted and delivered counts.
+func (s *brokerStats) run(stop <-chan struct{}, timerTotals func() (enq, deq int64)) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -93,7 +94,8 @@ func (s *brokerStats) run(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-t.C:
-			s.sample(now)
+			enq, deq := timerTotals()
+			s.sample(now, enq, deq)
 		}
 	}
 }

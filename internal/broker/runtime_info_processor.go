@@ -3,12 +3,12 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/spoolmq/spool/internal/store/stats"
+	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -24,10 +24,13 @@ const versionDesc = "V5_3_3"
 var executorNames = []string{"send", "pull", "litePull", "query", "heartbeat", "clientManage", "consumerManage", "admin", "endTransaction"}
 
 // handleGetBrokerRuntimeInfo answers {"table":{...}} with RocketMQ's
-// runtime figures (put/get totals and rates, executor queue sizes and head
-// waits, dispatch lag, CommitLog bounds and disk capacity, the put lock's
-// current hold) and Spool's own (latency quantiles, fallbacks, busy answers
-// by kind).
+// runtime figures, under the keys and in the formats of RocketMQ 5.3.3's
+// AdminBrokerProcessor.prepareRuntimeInfo (the store's StoreStatsService
+// and DefaultMessageStore figures, the delay levels' offsets, put/get day
+// totals, executor queues, the timing wheel, disk capacity), and Spool's
+// own (latency quantiles, fallbacks, busy answers by kind, transactions).
+// testdata/rocketmq-runtime-keys.txt lists RocketMQ's keys with the tools
+// that parse them; the README lists those that are always 0 in Spool.
 func (b *Broker) handleGetBrokerRuntimeInfo(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	body, err := json.Marshal(map[string]map[string]string{"table": b.RuntimeInfo()})
 	if err != nil {
@@ -40,13 +43,17 @@ func (b *Broker) handleGetBrokerRuntimeInfo(c *transport.Conn, req *remoting.Com
 
 // RuntimeInfo returns the GET_BROKER_RUNTIME_INFO table.
 func (b *Broker) RuntimeInfo() map[string]string {
-	t := make(map[string]string, 128)
+	// The store's keys: bootTimestamp, runtime, put/get figures and TPS
+	// windows, disk ratios, CommitLog bounds, flush and commit backlogs.
+	t := b.store.RuntimeInfo()
 	i64 := func(k string, v int64) { t[k] = strconv.FormatInt(v, 10) }
 	micros := func(k string, d time.Duration) { i64(k, d.Microseconds()) }
 	st := b.store.Stats()
 	cfg := b.config()
 
-	// RocketMQ's keys.
+	// RocketMQ's broker keys.
+	b.schedule.runningStats(t)
+	t["brokerActive"] = strconv.FormatBool(b.state.Load() == stateRunning)
 	t["brokerVersionDesc"] = versionDesc
 	i64("brokerVersion", remoting.CurrentVersion)
 	putMorning, putNow, getMorning, getNow, putYesterday, getYesterday := b.stats.today()
@@ -56,8 +63,6 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("msgGetTotalYesterdayMorning", getYesterday)
 	i64("msgGetTotalTodayMorning", getMorning)
 	i64("msgGetTotalTodayNow", getNow)
-	t["putTps"] = fmt.Sprintf("%.2f %.2f %.2f", b.stats.rate(0, 10), b.stats.rate(0, 60), b.stats.rate(0, 600))
-	t["getTotalTps"] = fmt.Sprintf("%.2f %.2f %.2f", b.stats.rate(1, 10), b.stats.rate(1, 60), b.stats.rate(1, 600))
 	var overload, timedOut, rejected, drained uint64
 	for _, name := range executorNames {
 		e := b.executors[name]
@@ -80,33 +85,27 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("litePullThreadPoolQueueCapacity", int64(cfg.LitePullThreadPoolQueueCapacity))
 	i64("queryThreadPoolQueueCapacity", int64(cfg.QueryThreadPoolQueueCapacity))
 	i64("EndTransactionThreadPoolQueueCapacity", int64(cfg.EndTransactionPoolQueueCapacity))
+	// POP is not built: there is no ack executor.
+	i64("ackThreadPoolQueueSize", 0)
+	i64("ackThreadPoolQueueCapacity", 0)
+	i64("ackThreadPoolQueueHeadWaitTimeMills", 0)
 	i64("dispatchBehindBytes", b.store.DispatchBehindBytes())
 	// The put lock's current hold, as RocketMQ's lockTimeMills (0 when free).
 	held, _, _ := b.flow.pageCacheBusy()
 	i64("pageCacheLockTimeMills", held.Milliseconds())
 	i64("earliestMessageTimeStamp", b.earliestMessageTime())
+	// startAcceptSendRequestTimeStamp is not built: sends are accepted
+	// from start, as with RocketMQ's default 0.
 	i64("startAcceptSendRequestTimeStamp", 0)
+	b.timerRunningStats(t)
 	i64("remainTransientStoreBufferNumbs", int64(b.flow.remainTransientStoreBufferNumbs()))
-	t["remainHowManyDataToFlush"] = javaByteCount(max(st.CommitLogMax-st.CommitLogFlushed, 0))
-	i64("putMessageEntireTimeMax", st.Put.Max.Milliseconds())
-	i64("putMessageTimesTotal", max(st.Puts, 1))
-	i64("putMessageFailedTimes", st.PutFailures)
-	i64("putMessageSizeTotal", st.PutBytes)
-	t["putMessageAverageSize"] = stats.JavaDouble(float64(st.PutBytes) / float64(max(st.Puts, 1)))
-	t["putMessageDistributeTime"] = st.PageCacheRT.DistributionString()
-	t["putLatency99"] = fmt.Sprintf("%.2f", float64(st.Put.Quantile(0.99).Microseconds())/1000)
-	t["putLatency999"] = fmt.Sprintf("%.2f", float64(st.Put.Quantile(0.999).Microseconds())/1000)
-	i64("commitLogMinOffset", b.store.MinPhyOffset())
-	i64("commitLogMaxOffset", b.store.MaxPhyOffset())
-	i64("bootTimestamp", b.stats.boot.UnixMilli())
-	t["runtime"] = runtimeString(time.Since(b.stats.boot))
 	clDir := b.storeCfg.StorePathCommitLog
 	if clDir == "" {
 		clDir = filepath.Join(b.storeCfg.StorePathRootDir, "commitlog")
 	}
 	if u, err := vfs.Default.Statfs(clDir); err == nil {
-		t["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", javaByteCount(int64(u.Total)), javaByteCount(int64(u.Free)))
-		t["commitLogDiskRatio"] = fmt.Sprintf("%.4f", u.UsedRatio())
+		t["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.",
+			stats.HumanReadableByteCount(int64(u.Total)), stats.HumanReadableByteCount(int64(u.Free)))
 	} else {
 		t["commitLogDirCapacity"] = "unknown: " + err.Error()
 	}
@@ -200,19 +199,34 @@ func (b *Broker) earliestMessageTime() int64 {
 	return h.StoreTimestamp
 }
 
-func runtimeString(d time.Duration) string {
-	s := int64(d.Seconds())
-	return fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", s/86400, s%86400/3600, s%3600/60, s%60)
+// timerRunningStats adds RocketMQ's timing-wheel figures: timerReadBehind
+// (seconds the wheel's hand is behind the clock), timerOffsetBehind (timer
+// messages stored but not yet linked into the wheel), timerCongestNum
+// (timers in the wheel), timerEnqueueTps and timerDequeueTps (Java floats,
+// over the last 10 s). With timerWheelEnable=false they are "0" and "0.0",
+// as in RocketMQ.
+func (b *Broker) timerRunningStats(t map[string]string) {
+	var readBehind, offsetBehind, congest int64
+	if ts, ok := b.TimerStats(); ok {
+		if ts.Cursor > 0 {
+			readBehind = max(time.Now().Unix()-ts.Cursor, 0)
+		}
+		offsetBehind = max(b.store.MaxOffsetInQueue(timer.Topic, 0)-ts.EnqueueOffset, 0)
+		congest = ts.Pending
+	}
+	enq, deq := b.stats.timerTPS()
+	t["timerReadBehind"] = strconv.FormatInt(readBehind, 10)
+	t["timerOffsetBehind"] = strconv.FormatInt(offsetBehind, 10)
+	t["timerCongestNum"] = strconv.FormatInt(congest, 10)
+	t["timerEnqueueTps"] = stats.JavaFloat(enq)
+	t["timerDequeueTps"] = stats.JavaFloat(deq)
 }
 
-// javaByteCount formats n as RocketMQ's MixAll.humanReadableByteCount(n,
-// false): "512 B", "1.5 KiB", "10.0 GiB".
-func javaByteCount(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
+// timerTotals is what the stats ticker samples for timerEnqueueTps and
+// timerDequeueTps: timers accepted and delivered (0 without the wheel).
+func (b *Broker) timerTotals() (enq, deq int64) {
+	if ts, ok := b.TimerStats(); ok {
+		return ts.Scheduled, ts.Delivered
 	}
-	exp := int(math.Log(float64(n)) / math.Log(unit))
-	exp = min(exp, 6)
-	return fmt.Sprintf("%.1f %ciB", float64(n)/math.Pow(unit, float64(exp)), "KMGTPE"[exp-1])
+	return 0, 0
 }

@@ -474,3 +474,19 @@ func scheduledToReal(ext *message.Ext, level int, qoff int64) (*message.Inner, e
 	m.PropertiesString = message.EncodeProperties(p)
 	return m, nil
 }
+
+// runningStats adds RocketMQ's scheduleMessageOffset_<level> figures: for
+// every delay level with an offset, "<next offset to deliver>,<max offset of
+// the level's queue>".
+func (s *scheduleService) runningStats(t map[string]string) {
+	s.mu.Lock()
+	offs := make(map[int]int64, len(s.offsets))
+	for level, off := range s.offsets {
+		offs[level] = off
+	}
+	s.mu.Unlock()
+	for level, off := range offs {
+		maxOff := s.b.store.MaxOffsetInQueue(topicSchedule, int32(level-1))
+		t["scheduleMessageOffset_"+strconv.Itoa(level)] = strconv.FormatInt(off, 10) + "," + strconv.FormatInt(maxOff, 10)
+	}
+}
