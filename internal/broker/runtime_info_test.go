@@ -86,7 +86,10 @@ func javaParseLong(s string, bits int) error {
 }
 
 var (
-	javaDoubleStringRe = regexp.MustCompile(`^-?(NaN|Infinity|\d+\.\d+(E-?\d+)?)$`)
+	// Double.toString and Float.toString: at least one fractional digit,
+	// never a trailing zero after another digit ("12.0", "0.25", "1.0E-4").
+	javaDoubleStringRe = regexp.MustCompile(`^-?(NaN|Infinity|\d+\.(0|\d*[1-9])(E-?\d+)?)$`)
+	fixed2Re           = regexp.MustCompile(`^-?\d+\.\d{2}$`)
 	byteCountRe        = regexp.MustCompile(`^(-?\d+ B|\d+\.\d [KMGTPE]iB)$`)
 	runtimeRe          = regexp.MustCompile(`^\[ \d+ days, \d+ hours, \d+ minutes, \d+ seconds \]$`)
 )
@@ -101,6 +104,11 @@ func parseLikeTools(kind, v string) error {
 	case "double", "float":
 		if !javaDoubleStringRe.MatchString(v) {
 			return fmt.Errorf("%q is not Java's Double.toString/Float.toString form", v)
+		}
+		return javaParseDouble(v)
+	case "fixed2":
+		if !fixed2Re.MatchString(v) {
+			return fmt.Errorf("%q is not String.format(\"%%.2f\")", v)
 		}
 		return javaParseDouble(v)
 	case "bool":
@@ -269,10 +277,11 @@ func TestParseLikeToolsRejects(t *testing.T) {
 	bad := map[string][]string{
 		"long":       {"", "1.0", "12 ", "1_000", "9223372036854775808"},
 		"int":        {"2147483648"},
-		"double":     {"", "0.4523 ", "1,5", "45%", "1e5"},
+		"double":     {"", "0.4523 ", "1,5", "45%", "1e5", "0.4500", "12"},
 		"float":      {"", "fast"},
+		"fixed2":     {"1.5", "1.500", "NaN1"},
 		"bool":       {"", "yes"},
-		"tps":        {"", "1.00 2.00", "1.0 2.0 3.0 4.0", " 1.0 2.0", "1.0  2.0", "x y z"},
+		"tps":        {"", "1.0 2.0", "0.00 0.00 0.00", "1.0 2.0 3.0 4.0", " 1.0 2.0", "1.0  2.0", "x y z"},
 		"bytes":      {"12", "1.5 KB", "1.25 KiB"},
 		"capacity":   {"Total: 1 B, Free: 1 B.", "Total : 1 B, Free : 1 B"},
 		"distribute": {"", "[<=0ms]:0", "[<=0ms]:x [0~10ms]:0 [10~50ms]:0 [50~100ms]:0 [100~200ms]:0 [200~500ms]:0 [500ms~1s]:0 [1~2s]:0 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 "},
