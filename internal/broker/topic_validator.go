@@ -29,7 +29,6 @@ const (
 	faqURL = "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 )
 
-
 // notAllowedSendTopics may never be written by a producer.
 var notAllowedSendTopics = map[string]bool{
 	topicSchedule: true, topicTransHalf: true, topicTransOpHalf: true, topicTransCheckMax: true,
