@@ -1,6 +1,9 @@
 // Package stats owns the store's runtime figures: lock-free counters, a
 // microsecond latency histogram, RocketMQ's PAGECACHERT put-latency
-// distribution with its per-minute log line, and putTps-style moving rates.
+// distribution with its per-minute log line, putTps-style moving rates, and
+// the Java number formats RocketMQ prints its runtime figures in
+// (Double.toString, Float.toString, String.format("%.Nf"),
+// humanReadableByteCount).
 //
 // It must never block a caller on the hot path: Record, Add and the Record*
 // methods of StoreStats are a few atomic operations, never a lock, a channel
