@@ -21,7 +21,9 @@ import (
 // batch encoder appends the batch's properties to every member. Consumers'
 // trace hooks read MSG_REGION and TRACE_ON from consumed messages: the Java
 // 5.x client drops a consumer trace whose region is missing. An empty value
-// is left out, as everywhere in Spool's property strings.
+// is left out, as everywhere in Spool's property strings (so with an empty
+// regionId a single send loses a client's MSG_REGION, while a batch member
+// keeps its own; RocketMQ stores the empty value).
 
 // setBrokerProperties puts the broker's properties into a decoded map.
 func setBrokerProperties(props map[string]string, cfg *Config) {
