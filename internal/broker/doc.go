@@ -35,6 +35,9 @@
 //
 //	send answer ext    msgId=<offsetMsgId[,offsetMsgId...]> queueId=<n> queueOffset=<n>
 //	                   transactionId=<UNIQ_KEY> MSG_REGION=<regionId> TRACE_ON=<bool>
+//	stored send        the client's properties + UNIQ_KEY (when missing) + CLUSTER=<cluster>
+//	                   MSG_REGION=<regionId> TRACE_ON=<bool>, the broker's values replacing
+//	                   the client's (single, reply, and appended to each batch member's own)
 //	pull answer ext    suggestWhichBrokerId=0 nextBeginOffset=<n> minOffset=<n> maxOffset=<n>
 //	                   (on every pull answer); body = stored records back to back:
 //	                   +-----------+-----------+-----+

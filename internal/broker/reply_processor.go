@@ -34,7 +34,7 @@ func (b *Broker) handleSendReply(c *transport.Conn, req *remoting.Command) *remo
 	if props == nil {
 		props = map[string]string{}
 	}
-	props[message.PropertyCluster] = cfg.BrokerClusterName
+	setBrokerProperties(props, cfg)
 	m := b.innerFromSend(c, req, t)
 	m.Properties = props
 	m.TagsCode = message.TagsHashCode(props[message.PropertyTags])

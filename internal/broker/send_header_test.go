@@ -149,7 +149,8 @@ func TestSendPropertiesStored(t *testing.T) {
 				t.Errorf("%q: %s=%q, want %q", tc.props, k, got[k], v)
 			}
 		}
-		if len(got) != len(tc.want)+2 {
+		// UNIQ_KEY and the broker's CLUSTER, MSG_REGION and TRACE_ON.
+		if len(got) != len(tc.want)+4 {
 			t.Errorf("%q: stored %v", tc.props, got)
 		}
 		if recs[0].PropertiesLen > 0 && string(pull.Body[recs[0].PropertiesOffset+recs[0].PropertiesLen-1]) != "\x02" {

@@ -116,7 +116,7 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 	if props[message.PropertyUniqClientMessageIDKeyIdx] == "" {
 		props[message.PropertyUniqClientMessageIDKeyIdx] = message.NewUniqID()
 	}
-	props[message.PropertyCluster] = cfg.BrokerClusterName
+	setBrokerProperties(props, cfg)
 	if t.tc.TopicFilterType == filterMultiTag {
 		m.SysFlag |= message.SysFlagMultiTags
 	}
@@ -171,9 +171,8 @@ type plainProperties struct {
 // 0x02 (so nothing the map path would drop), and none of the properties
 // whose rules rewrite the message (DELAY, TRAN_MSG, timer keys), that must
 // be stripped (__DELAY_SRC, __TIMER_SRC) or that the broker sets
-// (CLUSTER). A plain string is stored as sent with CLUSTER (and UNIQ_KEY
-// when missing) appended: readers take the last occurrence of a name, as
-// the map path does.
+// (CLUSTER, MSG_REGION, TRACE_ON). A plain string is stored as sent with
+// the broker's properties (and UNIQ_KEY when missing) appended.
 func scanPlainProperties(s string) (plainProperties, bool) {
 	ps := plainProperties{s: s}
 	if s != "" && s[len(s)-1] != message.PropertySeparator {
@@ -187,7 +186,8 @@ func scanPlainProperties(s string) (plainProperties, bool) {
 			ps.tags = v
 		case message.PropertyUniqClientMessageIDKeyIdx:
 			ps.uniq = v
-		case message.PropertyDelayTimeLevel, message.PropertyTransactionPrepared, message.PropertyCluster,
+		case message.PropertyDelayTimeLevel, message.PropertyTransactionPrepared,
+			message.PropertyCluster, message.PropertyMsgRegion, message.PropertyTraceSwitch,
 			message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS,
 			propertyDelaySource, timer.PropertyTimerSource:
 			plain = false
@@ -226,7 +226,7 @@ func (b *Broker) innerFromSend(c *transport.Conn, req *remoting.Command, t *send
 // sendPlain stores a single message whose properties need no rewriting
 // (see scanPlainProperties): no map is built.
 func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget, ps plainProperties) *remoting.Command {
-	cluster := b.config().BrokerClusterName
+	cfg := b.config()
 	m := b.innerFromSend(c, req, t)
 	m.TagsCode = message.TagsHashCode(ps.tags)
 	if t.tc.TopicFilterType == filterMultiTag {
@@ -240,14 +240,12 @@ func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarg
 		ps.uniq = message.NewUniqID()
 	}
 	var sb strings.Builder
-	sb.Grow(len(ps.s) + len(message.PropertyCluster) + len(cluster) + len(message.PropertyUniqClientMessageIDKeyIdx) + len(ps.uniq) + 4)
+	sb.Grow(len(ps.s) + len(message.PropertyUniqClientMessageIDKeyIdx) + len(ps.uniq) + 2 + brokerPropertiesLen(cfg))
 	sb.WriteString(ps.s)
 	if addUniq {
 		writeProperty(&sb, message.PropertyUniqClientMessageIDKeyIdx, ps.uniq)
 	}
-	if cluster != "" { // the map path leaves out empty values too
-		writeProperty(&sb, message.PropertyCluster, cluster)
-	}
+	writeBrokerProperties(&sb, cfg)
 	m.PropertiesString = sb.String()
 	return b.putSingle(c, req, m, t.queueID, ps.uniq)
 }
@@ -347,6 +345,7 @@ func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarg
 	if err != nil {
 		return response(req, remoting.MessageIllegal, err.Error())
 	}
+	addBrokerPropertiesToBatch(members, b.config())
 	for i := range members {
 		if len(members[i].PropertiesString) > message.MaxPropertiesLen {
 			return response(req, remoting.MessageIllegal, fmt.Sprintf(

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ func TestSemanticsRequestReply(t *testing.T) {
 	}
 	responder := s.newProducer(t, "pg-sem-responder")
 	replyErrs := make(chan error, 16)
+	var mu sync.Mutex
+	sent := map[string]string{} // CORRELATION_ID -> the body the responder sent
 	s.startConsumer(t, "cg-sem-responder", topic, consumer.MessageSelector{},
 		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			for _, m := range msgs {
@@ -47,9 +50,15 @@ func TestSemanticsRequestReply(t *testing.T) {
 					replyErrs <- fmt.Errorf("CreateReplyMessage for %s: %w", m.Body, err)
 					continue
 				}
-				// CreateReplyMessage reads the body as properties and leaves
-				// the reply's body empty; set it.
+				// The Go client's CreateReplyMessage parses the body as
+				// properties and leaves the reply's body empty (Java's
+				// MessageUtil.createReplyMessage sets it; the Go client's
+				// issues #890 and #1046): without this line the requester
+				// gets an empty body from any broker. Set it.
 				reply.Body = body
+				mu.Lock()
+				sent[reply.GetProperty(primitive.PropertyCorrelationID)] = string(reply.Body)
+				mu.Unlock()
 				if _, err := responder.SendSync(context.Background(), reply); err != nil {
 					replyErrs <- fmt.Errorf("send reply to %s: %w", m.Body, err)
 				}
@@ -57,7 +66,7 @@ func TestSemanticsRequestReply(t *testing.T) {
 			return consumer.ConsumeSuccess, nil
 		}, consumer.WithInstance(shared))
 
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 10; i++ {
 		q := fmt.Sprintf("question-%d", i)
 		reply, err := req.Request(context.Background(), 20*time.Second, primitive.NewMessage(topic, []byte(q)))
 		select {
@@ -68,11 +77,22 @@ func TestSemanticsRequestReply(t *testing.T) {
 		if err != nil {
 			t.Fatalf("request %s: %v", q, err)
 		}
-		if want := "reply to " + q; string(reply.Body) != want {
-			t.Fatalf("reply body %q, want %q (properties %v)", reply.Body, want, reply.GetProperties())
+		corr := reply.GetProperty(primitive.PropertyCorrelationID)
+		mu.Lock()
+		want, ok := sent[corr]
+		mu.Unlock()
+		if corr == "" || !ok {
+			t.Fatalf("request %s: reply with CORRELATION_ID %q, which the responder never sent (properties %v)", q, corr, reply.GetProperties())
 		}
-		if reply.GetProperty(primitive.PropertyCorrelationID) == "" || reply.GetProperty(primitive.PropertyMsgType) != "reply" {
-			t.Errorf("reply properties %v lack CORRELATION_ID or MSG_TYPE=reply", reply.GetProperties())
+		if string(reply.Body) != want || want != "reply to "+q {
+			t.Fatalf("request %s: reply body %q, the responder sent %q (properties %v)", q, reply.Body, want, reply.GetProperties())
+		}
+		if reply.GetProperty(primitive.PropertyMsgType) != "reply" {
+			t.Errorf("reply properties %v lack MSG_TYPE=reply", reply.GetProperties())
+		}
+		// The broker's region and trace switch reach the requester too.
+		if reply.GetProperty(primitive.PropertyMsgRegion) != "DefaultRegion" || reply.GetProperty(primitive.PropertyTraceSwitch) != "true" {
+			t.Errorf("reply properties %v: want MSG_REGION=DefaultRegion TRACE_ON=true", reply.GetProperties())
 		}
 	}
 }
