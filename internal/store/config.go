@@ -40,13 +40,13 @@ type Config struct {
 	MappedFileSizeCommitLog    int64 `prop:"mappedFileSizeCommitLog"`
 	MappedFileSizeConsumeQueue int64 `prop:"mappedFileSizeConsumeQueue"`
 
-	FlushDiskType                     string `prop:"flushDiskType"`
-	FlushIntervalCommitLog            int    `prop:"flushIntervalCommitLog" live:"true"`
-	FlushCommitLogTimed               bool   `prop:"flushCommitLogTimed" live:"true"`
-	FlushCommitLogLeastPages          int    `prop:"flushCommitLogLeastPages" live:"true"`
-	FlushCommitLogThoroughInterval    int    `prop:"flushCommitLogThoroughInterval" live:"true"`
-	SyncFlushTimeout                  int64  `prop:"syncFlushTimeout" live:"true"`
-	FlushIntervalConsumeQueue         int    `prop:"flushIntervalConsumeQueue" live:"true"`
+	FlushDiskType                  string `prop:"flushDiskType"`
+	FlushIntervalCommitLog         int    `prop:"flushIntervalCommitLog" live:"true"`
+	FlushCommitLogTimed            bool   `prop:"flushCommitLogTimed" live:"true"`
+	FlushCommitLogLeastPages       int    `prop:"flushCommitLogLeastPages" live:"true"`
+	FlushCommitLogThoroughInterval int    `prop:"flushCommitLogThoroughInterval" live:"true"`
+	SyncFlushTimeout               int64  `prop:"syncFlushTimeout" live:"true"`
+	FlushIntervalConsumeQueue      int    `prop:"flushIntervalConsumeQueue" live:"true"`
 
 	// WriteWithoutMmap selects the pwrite write path. Spool's default is
 	// true where RocketMQ's is false: measured on a 2-core machine, mapped
@@ -122,13 +122,13 @@ func DefaultConfig() Config {
 		MappedFileSizeCommitLog:    1 << 30,
 		MappedFileSizeConsumeQueue: 300000 * CQEntrySize,
 
-		FlushDiskType:                     AsyncFlush,
-		FlushIntervalCommitLog:            500,
-		FlushCommitLogTimed:               true,
-		FlushCommitLogLeastPages:          4,
-		FlushCommitLogThoroughInterval:    10 * 1000,
-		SyncFlushTimeout:                  5 * 1000,
-		FlushIntervalConsumeQueue:         1000,
+		FlushDiskType:                  AsyncFlush,
+		FlushIntervalCommitLog:         500,
+		FlushCommitLogTimed:            true,
+		FlushCommitLogLeastPages:       4,
+		FlushCommitLogThoroughInterval: 10 * 1000,
+		SyncFlushTimeout:               5 * 1000,
+		FlushIntervalConsumeQueue:      1000,
 
 		WriteWithoutMmap:                true,
 		TransientStorePoolEnable:        false,

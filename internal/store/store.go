@@ -29,8 +29,8 @@ const (
 type DefaultMessageStore struct {
 	cfg     Config     // start-up values; live keys are read through live()
 	liveCfg liveConfig // the live keys (live_config.go)
-	fs     vfs.FS
-	logger *slog.Logger
+	fs      vfs.FS
+	logger  *slog.Logger
 
 	lock      io.Closer
 	commitLog *CommitLog
