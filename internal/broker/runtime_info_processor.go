@@ -100,9 +100,9 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("commitLogMaxOffset", b.store.MaxPhyOffset())
 	i64("bootTimestamp", b.stats.boot.UnixMilli())
 	t["runtime"] = runtimeString(time.Since(b.stats.boot))
-	clDir := b.storeCfg.StorePathCommitLog
+	clDir := b.storeConfig().StorePathCommitLog
 	if clDir == "" {
-		clDir = filepath.Join(b.storeCfg.StorePathRootDir, "commitlog")
+		clDir = filepath.Join(b.storeConfig().StorePathRootDir, "commitlog")
 	}
 	if u, err := vfs.Default.Statfs(clDir); err == nil {
 		t["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", javaByteCount(int64(u.Total)), javaByteCount(int64(u.Free)))
