@@ -59,9 +59,9 @@ type Broker struct {
 	storeCfg atomic.Pointer[store.Config] // replaced as a whole by live updates
 	// cfgFile is where live updates are persisted (Options.ConfigFile).
 	cfgFile string
-	logger   *slog.Logger
-	store    store.MessageStore
-	server   *transport.Server
+	logger  *slog.Logger
+	store   store.MessageStore
+	server  *transport.Server
 
 	topics    *TopicConfigManager
 	groups    *SubscriptionGroupManager
