@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -59,8 +61,11 @@ func loadProps(f *serveFlags) (map[string]string, error) {
 }
 
 // brokerConfigs binds properties onto the broker and store configurations
-// and applies the command-line overrides.
-func brokerConfigs(f *serveFlags, props map[string]string, logger *slog.Logger) (broker.Config, store.Config, error) {
+// and applies the command-line overrides. It also returns the file that
+// UPDATE_BROKER_CONFIG persists changes to: the -c file, as in RocketMQ,
+// or without one storePathRootDir/config/broker.properties, whose keys it
+// applies under the command line's and the environment's.
+func brokerConfigs(f *serveFlags, props map[string]string, logger *slog.Logger) (broker.Config, store.Config, string, error) {
 	bc := broker.DefaultConfig()
 	sc := store.DefaultConfig()
 	if f.store != "" {
@@ -69,7 +74,7 @@ func brokerConfigs(f *serveFlags, props map[string]string, logger *slog.Logger) 
 	if f.listen != "" {
 		host, port, err := splitHostPort(f.listen)
 		if err != nil {
-			return bc, sc, fmt.Errorf("--listen: %w", err)
+			return bc, sc, "", fmt.Errorf("--listen: %w", err)
 		}
 		props["bindAddress"] = host
 		props["listenPort"] = strconv.Itoa(port)
@@ -80,7 +85,26 @@ func brokerConfigs(f *serveFlags, props map[string]string, logger *slog.Logger) 
 	config.ApplyEnv(props, os.Getenv)
 	report, err := config.Bind(props, &bc, &sc)
 	if err != nil {
-		return bc, sc, err
+		return bc, sc, "", err
+	}
+	cfgFile := f.configFile
+	if cfgFile == "" {
+		cfgFile = broker.DefaultConfigFile(sc.StorePathRootDir)
+		saved, err := config.LoadFile(cfgFile)
+		switch {
+		case err == nil:
+			for k, v := range props {
+				saved[k] = v
+			}
+			props = saved
+			bc, sc = broker.DefaultConfig(), store.DefaultConfig()
+			if report, err = config.Bind(props, &bc, &sc); err != nil {
+				return bc, sc, "", fmt.Errorf("%s (keys saved by UPDATE_BROKER_CONFIG): %w", cfgFile, err)
+			}
+			logger.Info("applied the keys saved by UPDATE_BROKER_CONFIG", "file", cfgFile)
+		case !errors.Is(err, fs.ErrNotExist):
+			return bc, sc, "", err
+		}
 	}
 	if len(report.Unbuilt) > 0 {
 		logger.Warn("RocketMQ keys that Spool does not implement yet are ignored", "keys", strings.Join(report.Unbuilt, ","))
@@ -88,7 +112,7 @@ func brokerConfigs(f *serveFlags, props map[string]string, logger *slog.Logger) 
 	if _, set := props["storePathCommitLog"]; !set {
 		sc.StorePathCommitLog = filepath.Join(sc.StorePathRootDir, "commitlog")
 	}
-	return bc, sc, nil
+	return bc, sc, cfgFile, nil
 }
 
 func splitHostPort(s string) (string, int, error) {
@@ -149,7 +173,7 @@ func standaloneCmd() *cobra.Command {
 				}
 				f.store = abs
 			}
-			bc, sc, err := brokerConfigs(f, props, logger)
+			bc, sc, cfgFile, err := brokerConfigs(f, props, logger)
 			if err != nil {
 				return err
 			}
@@ -162,7 +186,7 @@ func standaloneCmd() *cobra.Command {
 			// The embedded name server is reached in process; no network
 			// registration to itself.
 			bc.NamesrvAddr = ""
-			b, err := broker.New(bc, broker.Options{StoreConfig: sc, LocalNamesrv: ns, Logger: logger.With("process", "broker")})
+			b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, LocalNamesrv: ns, Logger: logger.With("process", "broker")})
 			if err != nil {
 				ns.Shutdown()
 				return err
@@ -265,14 +289,14 @@ func brokerCmd() *cobra.Command {
 			if f.namesrvAddr == "" {
 				f.namesrvAddr = os.Getenv("NAMESRV_ADDR")
 			}
-			bc, sc, err := brokerConfigs(f, props, logger)
+			bc, sc, cfgFile, err := brokerConfigs(f, props, logger)
 			if err != nil {
 				return err
 			}
 			if bc.NamesrvAddr == "" {
 				return fmt.Errorf("no name server: give -n, NAMESRV_ADDR or namesrvAddr in the config")
 			}
-			b, err := broker.New(bc, broker.Options{StoreConfig: sc, Logger: logger})
+			b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, Logger: logger})
 			if err != nil {
 				return err
 			}

@@ -135,7 +135,7 @@ func TestRuntimeInfoAndConfig(t *testing.T) {
 	if r := e.invoke(sendV1("NewAfterUpdate", 0, nil, []byte("x"))); r.Code != remoting.TopicNotExist {
 		t.Errorf("send after disabling auto-create: code %d", r.Code)
 	}
-	for _, body := range []string{"brokerName=other\n", "maxMessageSize=10\n", "noSuchKey=1\n"} {
+	for _, body := range []string{"brokerName=other\n", "mappedFileSizeCommitLog=4096\n", "noSuchKey=1\n"} {
 		if r := e.invoke(goRequest(remoting.UpdateBrokerConfig, nil, []byte(body))); r.Code == remoting.Success {
 			t.Errorf("update %q accepted", strings.TrimSpace(body))
 		}

@@ -34,6 +34,10 @@ type Options struct {
 	// StoreConfig is the store's configuration; its storePathRootDir also
 	// holds the broker's config/ directory.
 	StoreConfig store.Config
+	// ConfigFile is the .properties file UPDATE_BROKER_CONFIG persists
+	// changed keys to: the file the broker was started with (-c), as in
+	// RocketMQ; empty = DefaultConfigFile(storePathRootDir).
+	ConfigFile string
 	// LocalNamesrv, when set, is registered with in-process in addition to
 	// the name servers of namesrvAddr.
 	LocalNamesrv LocalNamesrv
@@ -52,10 +56,12 @@ const (
 // registration.
 type Broker struct {
 	cfg      atomic.Pointer[Config]
-	storeCfg store.Config
-	logger   *slog.Logger
-	store    store.MessageStore
-	server   *transport.Server
+	storeCfg atomic.Pointer[store.Config] // replaced as a whole by live updates
+	// cfgFile is where live updates are persisted (Options.ConfigFile).
+	cfgFile string
+	logger  *slog.Logger
+	store   store.MessageStore
+	server  *transport.Server
 
 	topics    *TopicConfigManager
 	groups    *SubscriptionGroupManager
@@ -120,7 +126,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{
-		storeCfg:    opts.StoreConfig,
+		cfgFile:     opts.ConfigFile,
 		logger:      logger,
 		consumers:   newConsumerManager(),
 		producers:   newProducerManager(),
@@ -132,6 +138,10 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		ready:       make(chan struct{}),
 	}
 	b.cfg.Store(&cfg)
+	b.storeCfg.Store(&opts.StoreConfig)
+	if b.cfgFile == "" {
+		b.cfgFile = DefaultConfigFile(opts.StoreConfig.StorePathRootDir)
+	}
 	configDir := filepath.Join(opts.StoreConfig.StorePathRootDir, "config")
 	b.topics = newTopicConfigManager(&cfg, configDir, logger)
 	b.groups = newSubscriptionGroupManager(configDir, logger)
@@ -197,6 +207,17 @@ func (b *Broker) config() *Config { return b.cfg.Load() }
 
 // Config returns a copy of the current configuration.
 func (b *Broker) Config() Config { return *b.cfg.Load() }
+
+// storeConfig returns the store configuration as the broker reads it
+// (replaced as a whole by live updates; never modify it).
+func (b *Broker) storeConfig() *store.Config { return b.storeCfg.Load() }
+
+// DefaultConfigFile is where a broker started without a configuration file
+// persists the keys changed by UPDATE_BROKER_CONFIG; the spool command
+// reads it at start-up when no -c file is given.
+func DefaultConfigFile(storePathRootDir string) string {
+	return filepath.Join(storePathRootDir, "config", "broker.properties")
+}
 
 // Addr is the advertised client address, ip:port (valid after Start).
 func (b *Broker) Addr() string { return b.addr }

@@ -16,8 +16,7 @@ import (
 // .properties body, with the topic table's data version in ext "version".
 func (b *Broker) handleGetBrokerConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	cfg := b.Config()
-	storeCfg := b.storeCfg
-	kv := config.Dump(&cfg, &storeCfg)
+	kv := config.Dump(&cfg, b.storeConfig())
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
 		keys = append(keys, k)
@@ -38,8 +37,11 @@ func (b *Broker) handleGetBrokerConfig(c *transport.Conn, req *remoting.Command)
 	return resp
 }
 
-// handleUpdateBrokerConfig applies a .properties body to the broker keys
-// tagged live; anything else is refused by name and nothing is applied.
+// handleUpdateBrokerConfig applies a .properties body to the broker and
+// store keys tagged live, then persists them, as RocketMQ's
+// Configuration.update does, to the broker's configuration file (the -c
+// file, else DefaultConfigFile) so a restart keeps them. Any other key is
+// refused by name; on any error nothing is applied and nothing written.
 func (b *Broker) handleUpdateBrokerConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	props, err := config.ParseProperties(bytes.NewReader(req.Body))
 	if err != nil {
@@ -48,28 +50,52 @@ func (b *Broker) handleUpdateBrokerConfig(c *transport.Conn, req *remoting.Comma
 	if len(props) == 0 {
 		return response(req, remoting.InvalidParameter, "no properties to update")
 	}
-	storeCfg := b.storeCfg
-	storeKeys := config.Dump(&storeCfg)
-	var refused []string
-	for k := range props {
-		if _, ok := storeKeys[k]; ok {
-			refused = append(refused, k)
-		}
-	}
-	if len(refused) > 0 {
-		sort.Strings(refused)
-		return response(req, remoting.InvalidParameter, fmt.Sprintf(
-			"store keys cannot be changed at run time (restart with the new value): %s", strings.Join(refused, ", ")))
-	}
 	b.cfgMu.Lock()
 	defer b.cfgMu.Unlock()
 	next := b.Config()
-	if err := config.UpdateLive(props, &next); err != nil {
+	nextStore := *b.storeConfig()
+	oldInStore := b.store.Config()
+	inStore := oldInStore
+	// The store's own copy is a target too, so UpdateConfig sees exactly
+	// the keys changed here.
+	if err := config.UpdateLive(props, &next, &nextStore, &inStore); err != nil {
 		return response(req, remoting.InvalidParameter, err.Error())
 	}
+	storeKeys := config.Dump(&nextStore)
+	var storeChanged []string
+	for k := range props {
+		if _, ok := storeKeys[k]; ok {
+			storeChanged = append(storeChanged, k)
+		}
+	}
+	if len(storeChanged) > 0 {
+		if err := b.store.UpdateConfig(inStore); err != nil {
+			return response(req, remoting.InvalidParameter, err.Error())
+		}
+	}
+	all := config.Dump(&next, &nextStore)
+	set := make(map[string]string, len(props))
+	for k := range props {
+		set[k] = all[k]
+	}
+	if err := config.UpdateFile(b.cfgFile, set); err != nil {
+		if len(storeChanged) > 0 {
+			if rerr := b.store.UpdateConfig(oldInStore); rerr != nil {
+				b.logger.Error("broker config: restoring the store's keys", "err", rerr)
+			}
+		}
+		b.logger.Error("broker config not persisted; nothing changed", "file", b.cfgFile, "err", err)
+		return response(req, remoting.SystemError, fmt.Sprintf("configuration not changed: persisting it failed: %v", err))
+	}
 	b.cfg.Store(&next)
+	b.storeCfg.Store(&nextStore)
 	b.applyTimerLive(&next)
-	b.logger.Info("broker config updated", "keys", len(props))
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b.logger.Info("broker config updated and persisted", "keys", strings.Join(keys, ","), "file", b.cfgFile)
 	// brokerPermission masks the registered topic permissions.
 	b.registrar.trigger()
 	return response(req, remoting.Success, "")

@@ -19,6 +19,8 @@ type Config struct {
 	// BrokerIP1 is the advertised address; empty = the first non-loopback
 	// IPv4 address, or 127.0.0.1 when bindAddress is a loopback address.
 	BrokerIP1 string `prop:"brokerIP1"`
+	// BrokerIP2 is the host advertised for replication (haServerAddr in
+	// the registration); empty = BrokerIP1's.
 	BrokerIP2 string `prop:"brokerIP2"`
 	// ListenPort is the client port; the VIP port is ListenPort-2.
 	ListenPort int `prop:"listenPort"`
@@ -103,7 +105,6 @@ type Config struct {
 	TraceOn                  bool   `prop:"traceOn" live:"true"`
 	RegionID                 string `prop:"regionId" live:"true"`
 	EnablePropertyFilter     bool   `prop:"enablePropertyFilter"`
-	FilterSupportRetry       bool   `prop:"filterSupportRetry"`
 
 	TransactionTimeOut       int64 `prop:"transactionTimeOut" live:"true"`
 	TransactionCheckMax      int   `prop:"transactionCheckMax" live:"true"`

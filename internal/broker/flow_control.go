@@ -75,7 +75,7 @@ func newFlowControl(b *Broker) *flowControl {
 // pageCacheBusy returns the put lock's current hold and whether it exceeds
 // osPageCacheBusyTimeOutMills (RocketMQ's isOSPageCacheBusy).
 func (f *flowControl) pageCacheBusy() (held, limit time.Duration, busy bool) {
-	limit = millis(f.b.storeCfg.OSPageCacheBusyTimeOutMills)
+	limit = millis(f.b.storeConfig().OSPageCacheBusyTimeOutMills)
 	if f.lockAge == nil {
 		return 0, limit, false
 	}
@@ -104,7 +104,7 @@ func (f *flowControl) rejectSend(_ *remoting.Command) string {
 		if left := f.pool(); left <= 0 {
 			f.rejectPool.Add(1)
 			return fmt.Sprintf("[REJECTREQUEST]system busy, start flow control for a while, transient store pool buffers left: %d, transientStorePoolSize: %d",
-				left, f.b.storeCfg.TransientStorePoolSize)
+				left, f.b.storeConfig().TransientStorePoolSize)
 		}
 	}
 	return ""
@@ -168,7 +168,7 @@ func (f *flowControl) coldRead(h *pullHeader) coldDecision {
 		return d
 	}
 	allow, wait := f.cold.take(rate)
-	if wait == 0 && allow >= int64(f.b.storeCfg.MaxTransferBytesOnMessageInDisk) {
+	if wait == 0 && allow >= int64(f.b.storeConfig().MaxTransferBytesOnMessageInDisk) {
 		return d
 	}
 	d.checked = true

@@ -68,8 +68,8 @@ func (b *Broker) startTimers() error {
 		return nil
 	}
 	tc := cfg.Timer
-	tc.StorePathRootDir = b.storeCfg.StorePathRootDir
-	tc.CommitLogFileSize = b.storeCfg.MappedFileSizeCommitLog
+	tc.StorePathRootDir = b.storeConfig().StorePathRootDir
+	tc.CommitLogFileSize = b.storeConfig().MappedFileSizeCommitLog
 	tc.Logger = b.logger.With("service", "timer")
 	tc.Deliver = b.deliverTimer
 	svc, err := timer.New(tc, b.store)

@@ -22,7 +22,7 @@ func (b *Broker) handleQueryMessage(c *transport.Conn, req *remoting.Command) *r
 		return badHeader(req, r.err)
 	}
 	if unique || maxNum <= 0 {
-		maxNum = int32(b.storeCfg.DefaultQueryMaxNum)
+		maxNum = int32(b.storeConfig().DefaultQueryMaxNum)
 		if maxNum <= 0 {
 			maxNum = 32
 		}

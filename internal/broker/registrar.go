@@ -121,10 +121,16 @@ func (r *registrar) brokerFields() map[string]string {
 	}
 }
 
+// haServerAddr is the address replication would listen on, as RocketMQ
+// advertises it: brokerIP2 (default: the advertised address's host) and
+// haListenPort, which RocketMQ's start-up sets to listenPort+1.
 func (r *registrar) haServerAddr() string {
 	host, port, err := net.SplitHostPort(r.b.addr)
 	if err != nil {
 		return r.b.addr
+	}
+	if ip2 := strings.TrimSpace(r.b.config().BrokerIP2); ip2 != "" {
+		host = ip2
 	}
 	p, _ := strconv.Atoi(port)
 	return net.JoinHostPort(host, strconv.Itoa(p+1))

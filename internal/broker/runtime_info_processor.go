@@ -99,9 +99,9 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("startAcceptSendRequestTimeStamp", 0)
 	b.timerRunningStats(t)
 	i64("remainTransientStoreBufferNumbs", int64(b.flow.remainTransientStoreBufferNumbs()))
-	clDir := b.storeCfg.StorePathCommitLog
+	clDir := b.storeConfig().StorePathCommitLog
 	if clDir == "" {
-		clDir = filepath.Join(b.storeCfg.StorePathRootDir, "commitlog")
+		clDir = filepath.Join(b.storeConfig().StorePathRootDir, "commitlog")
 	}
 	if u, err := vfs.Default.Statfs(clDir); err == nil {
 		t["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.",

@@ -251,7 +251,7 @@ func (s *scheduleService) recover() bool {
 	}
 	budget := newReadBudget(wallClock{})
 	rates := func() (int64, int64) { return 0, scheduleRecoveryBytesPerSecond }
-	fileSize := s.b.storeCfg.MappedFileSizeCommitLog
+	fileSize := s.b.storeConfig().MappedFileSizeCommitLog
 	found := map[int]int64{}
 	var records, bytes int64
 	for off := from; off < end; {

@@ -298,7 +298,7 @@ func toHalfMessage(m *message.Inner) {
 // is measured inflated, so a compressible 5 MiB body is refused although its
 // compressed form is small.
 func (b *Broker) checkBodySize(req *remoting.Command, sysFlag int32, body []byte) *remoting.Command {
-	limit := b.storeCfg.MaxMessageSize
+	limit := b.storeConfig().MaxMessageSize
 	if limit <= 0 {
 		return nil
 	}
@@ -337,7 +337,7 @@ func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarg
 	if delayLevelOf(message.DecodeProperties(h.properties)) > 0 {
 		return response(req, remoting.MessageIllegal, "batch message does not support delay level (DELAY)")
 	}
-	if limit := b.storeCfg.MaxMessageSize; limit > 0 && len(req.Body) > limit {
+	if limit := b.storeConfig().MaxMessageSize; limit > 0 && len(req.Body) > limit {
 		return response(req, remoting.MessageIllegal, fmt.Sprintf(
 			"message body size exceeded: batch body %d bytes, maxMessageSize %d", len(req.Body), limit))
 	}

@@ -115,7 +115,7 @@ type transactionCheckService struct {
 func newTransactionCheckService(b *Broker) *transactionCheckService {
 	s := &transactionCheckService{b: b, idx: newTransactionIndex(), cache: newCheckedCache(checkedCacheBytes),
 		quit: make(chan struct{}), done: make(chan struct{}),
-		indexPath: filepath.Join(b.storeCfg.StorePathRootDir, "config", "transactionIndex.json")}
+		indexPath: filepath.Join(b.storeConfig().StorePathRootDir, "config", "transactionIndex.json")}
 	s.setClock(wallClock{})
 	return s
 }

@@ -3,8 +3,8 @@
 // `prop:"<rocketmqKey>"` tags (and `live:"true"` where a key may change at
 // run time). Durations stay plain integers of milliseconds, as in RocketMQ.
 //
-// It owns the parsing, the classification of keys and the live-update
-// allow-list. It must never accept a key silently: every key is applied,
+// It owns the parsing, the classification of keys, the live-update
+// allow-list and writing changed keys back into a file (UpdateFile). It must never accept a key silently: every key is applied,
 // reported as a RocketMQ key Spool has not built (the caller warns), or
 // refused with an error naming it. It must never change a path, directory
 // or class name at run time, and never partially apply a configuration that

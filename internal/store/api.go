@@ -66,6 +66,11 @@ type MessageStore interface {
 	// CommitLog.
 	DispatchBehindBytes() int64
 
+	// Config returns the current configuration; UpdateConfig changes the
+	// keys tagged live:"true" and refuses, by name, a change to any other.
+	Config() Config
+	UpdateConfig(next Config) error
+
 	// Stats returns the runtime figures (latency histograms, counters).
 	Stats() Stats
 	// RuntimeInfo returns the store's GET_BROKER_RUNTIME_INFO figures under

@@ -40,15 +40,13 @@ type Config struct {
 	MappedFileSizeCommitLog    int64 `prop:"mappedFileSizeCommitLog"`
 	MappedFileSizeConsumeQueue int64 `prop:"mappedFileSizeConsumeQueue"`
 
-	FlushDiskType                     string `prop:"flushDiskType"`
-	FlushIntervalCommitLog            int    `prop:"flushIntervalCommitLog" live:"true"`
-	FlushCommitLogTimed               bool   `prop:"flushCommitLogTimed"`
-	FlushCommitLogLeastPages          int    `prop:"flushCommitLogLeastPages" live:"true"`
-	FlushCommitLogThoroughInterval    int    `prop:"flushCommitLogThoroughInterval" live:"true"`
-	SyncFlushTimeout                  int64  `prop:"syncFlushTimeout" live:"true"`
-	FlushIntervalConsumeQueue         int    `prop:"flushIntervalConsumeQueue" live:"true"`
-	FlushConsumeQueueLeastPages       int    `prop:"flushConsumeQueueLeastPages" live:"true"`
-	FlushConsumeQueueThoroughInterval int    `prop:"flushConsumeQueueThoroughInterval" live:"true"`
+	FlushDiskType                  string `prop:"flushDiskType"`
+	FlushIntervalCommitLog         int    `prop:"flushIntervalCommitLog" live:"true"`
+	FlushCommitLogTimed            bool   `prop:"flushCommitLogTimed" live:"true"`
+	FlushCommitLogLeastPages       int    `prop:"flushCommitLogLeastPages" live:"true"`
+	FlushCommitLogThoroughInterval int    `prop:"flushCommitLogThoroughInterval" live:"true"`
+	SyncFlushTimeout               int64  `prop:"syncFlushTimeout" live:"true"`
+	FlushIntervalConsumeQueue      int    `prop:"flushIntervalConsumeQueue" live:"true"`
 
 	// WriteWithoutMmap selects the pwrite write path. Spool's default is
 	// true where RocketMQ's is false: measured on a 2-core machine, mapped
@@ -60,7 +58,6 @@ type Config struct {
 	WriteWithoutMmap                bool `prop:"writeWithoutMmap"`
 	TransientStorePoolEnable        bool `prop:"transientStorePoolEnable"`
 	TransientStorePoolSize          int  `prop:"transientStorePoolSize"`
-	FastFailIfNoBufferInStorePool   bool `prop:"fastFailIfNoBufferInStorePool"`
 	CommitIntervalCommitLog         int  `prop:"commitIntervalCommitLog" live:"true"`
 	CommitCommitLogLeastPages       int  `prop:"commitCommitLogLeastPages" live:"true"`
 	CommitCommitLogThoroughInterval int  `prop:"commitCommitLogThoroughInterval" live:"true"`
@@ -83,8 +80,6 @@ type Config struct {
 	DiskSpaceWarningLevelRatio       int    `prop:"diskSpaceWarningLevelRatio" live:"true"`
 	CleanFileForciblyEnable          bool   `prop:"cleanFileForciblyEnable" live:"true"`
 	CleanResourceInterval            int    `prop:"cleanResourceInterval"`
-	DeleteCommitLogFilesInterval     int    `prop:"deleteCommitLogFilesInterval" live:"true"`
-	DeleteConsumeQueueFilesInterval  int    `prop:"deleteConsumeQueueFilesInterval" live:"true"`
 	DestroyMapedFileIntervalForcibly int64  `prop:"destroyMapedFileIntervalForcibly" live:"true"`
 	DeleteFileBatchMax               int    `prop:"deleteFileBatchMax" live:"true"`
 
@@ -127,15 +122,13 @@ func DefaultConfig() Config {
 		MappedFileSizeCommitLog:    1 << 30,
 		MappedFileSizeConsumeQueue: 300000 * CQEntrySize,
 
-		FlushDiskType:                     AsyncFlush,
-		FlushIntervalCommitLog:            500,
-		FlushCommitLogTimed:               true,
-		FlushCommitLogLeastPages:          4,
-		FlushCommitLogThoroughInterval:    10 * 1000,
-		SyncFlushTimeout:                  5 * 1000,
-		FlushIntervalConsumeQueue:         1000,
-		FlushConsumeQueueLeastPages:       2,
-		FlushConsumeQueueThoroughInterval: 60 * 1000,
+		FlushDiskType:                  AsyncFlush,
+		FlushIntervalCommitLog:         500,
+		FlushCommitLogTimed:            true,
+		FlushCommitLogLeastPages:       4,
+		FlushCommitLogThoroughInterval: 10 * 1000,
+		SyncFlushTimeout:               5 * 1000,
+		FlushIntervalConsumeQueue:      1000,
 
 		WriteWithoutMmap:                true,
 		TransientStorePoolEnable:        false,
@@ -162,8 +155,6 @@ func DefaultConfig() Config {
 		DiskSpaceWarningLevelRatio:       90,
 		CleanFileForciblyEnable:          true,
 		CleanResourceInterval:            10000,
-		DeleteCommitLogFilesInterval:     100,
-		DeleteConsumeQueueFilesInterval:  100,
 		DestroyMapedFileIntervalForcibly: 120 * 1000,
 		DeleteFileBatchMax:               10,
 

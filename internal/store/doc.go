@@ -1,7 +1,10 @@
 // Package store is Spool's storage engine: the CommitLog of stored message
 // records on fixed-size files, the consume queues built from it, the
 // checkpoint, the abort and lock files, recovery, flushing and retention,
-// behind the MessageStore interface the broker uses.
+// behind the MessageStore interface the broker uses. Keys tagged
+// live:"true" change at run time (UpdateConfig): hot paths read them through
+// one copy-on-write pointer, and the loops sleeping on an interval are woken
+// when it changes.
 //
 // What the package must never do: block on I/O under the put lock (no
 // fsync, msync, file creation, truncation, mmap, rename or first touch of a

@@ -79,7 +79,7 @@ func (f *flusher) stop() {
 // wait registers a SYNC_FLUSH completion for a record run ending at end.
 func (f *flusher) wait(end int64, res PutResult, done func(PutResult)) {
 	w := &syncWaiter{end: end, res: res, done: done,
-		deadline: time.Now().Add(time.Duration(f.c.cfg.SyncFlushTimeout) * time.Millisecond)}
+		deadline: time.Now().Add(time.Duration(f.c.st.live().SyncFlushTimeout) * time.Millisecond)}
 	if f.failed.Load() {
 		w.complete(ServiceNotAvailable, f.c.st.readOnlyRemark())
 		return
@@ -104,7 +104,8 @@ func (f *flusher) run() {
 	defer f.wg.Done()
 	sync := f.c.cfg.FlushDiskType == SyncFlush
 	for {
-		interval := time.Duration(max(f.c.cfg.FlushIntervalCommitLog, 1)) * time.Millisecond
+		changed := f.c.st.liveChanged()
+		interval := time.Duration(max(f.c.st.live().FlushIntervalCommitLog, 1)) * time.Millisecond
 		if sync {
 			interval = 10 * time.Millisecond // also flush what ASYNC-style (WAIT=false) puts left
 		}
@@ -114,6 +115,7 @@ func (f *flusher) run() {
 			t.Stop()
 			return
 		case <-f.kickCh:
+		case <-changed: // the flush keys may have changed
 		case <-t.C:
 		}
 		t.Stop()
@@ -122,8 +124,9 @@ func (f *flusher) run() {
 		}
 		target := f.c.visible.Load()
 		if !sync && !f.hasWaiters() {
-			least := int64(f.c.cfg.FlushCommitLogLeastPages) * osPageSize
-			thorough := time.Since(f.lastFull) >= time.Duration(f.c.cfg.FlushCommitLogThoroughInterval)*time.Millisecond
+			lc := f.c.st.live()
+			least := int64(lc.FlushCommitLogLeastPages) * osPageSize
+			thorough := time.Since(f.lastFull) >= time.Duration(lc.FlushCommitLogThoroughInterval)*time.Millisecond
 			if thorough {
 				f.lastFull = time.Now()
 			} else if target-f.c.flushedWhere.Load() < least {
@@ -234,7 +237,7 @@ func (f *flusher) reap() {
 		f.wmu.Unlock()
 		for _, w := range expired {
 			f.c.st.stats.flushTimeouts.Add(1)
-			w.complete(FlushDiskTimeout, fmt.Sprintf("flush did not cover the message within syncFlushTimeout=%dms", f.c.cfg.SyncFlushTimeout))
+			w.complete(FlushDiskTimeout, fmt.Sprintf("flush did not cover the message within syncFlushTimeout=%dms", f.c.st.live().SyncFlushTimeout))
 		}
 		var tc <-chan time.Time
 		if !next.IsZero() {

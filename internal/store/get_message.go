@@ -110,10 +110,11 @@ func (st *DefaultMessageStore) batchFull(sizePy, maxMsgNums, maxBytes, bufferTot
 	if maxBytes > 0 && bufferTotal+sizePy > maxBytes {
 		return true
 	}
+	lc := st.live()
 	if inDisk {
-		return bufferTotal+sizePy > st.cfg.MaxTransferBytesOnMessageInDisk || messageTotal > st.cfg.MaxTransferCountOnMessageInDisk-1
+		return bufferTotal+sizePy > lc.MaxTransferBytesOnMessageInDisk || messageTotal > lc.MaxTransferCountOnMessageInDisk-1
 	}
-	return bufferTotal+sizePy > st.cfg.MaxTransferBytesOnMessageInMemory || messageTotal > st.cfg.MaxTransferCountOnMessageInMemory-1
+	return bufferTotal+sizePy > lc.MaxTransferBytesOnMessageInMemory || messageTotal > lc.MaxTransferCountOnMessageInMemory-1
 }
 
 // GetMessage reads up to maxMsgNums messages of topic/queueID from offset.

@@ -65,7 +65,7 @@ func (st *DefaultMessageStore) cleanOnce() {
 	} else {
 		st.logger.Warn("store: statfs failed", "dir", st.cfg.commitLogDir(), "err", err)
 	}
-	p := planRetention(now, used, &st.cfg)
+	p := planRetention(now, used, st.live())
 	if p.refusePuts {
 		if st.diskFull.Swap(&p.fullRemark) == nil {
 			st.logger.Error("store: " + p.fullRemark)
@@ -93,8 +93,9 @@ func (st *DefaultMessageStore) cleanOnce() {
 func (st *DefaultMessageStore) deleteCommitLogFiles(now time.Time, force bool) int {
 	c := st.commitLog
 	keepFrom := min(c.flushedWhere.Load(), st.disp.reputFrom.Load())
-	reserved := time.Duration(st.cfg.FileReservedTime) * time.Hour
-	batch := max(st.cfg.DeleteFileBatchMax, 1)
+	lc := st.live()
+	reserved := time.Duration(lc.FileReservedTime) * time.Hour
+	batch := max(lc.DeleteFileBatchMax, 1)
 	deleted := 0
 	for deleted < batch {
 		files := c.mfq.snapshot()
@@ -110,7 +111,7 @@ func (st *DefaultMessageStore) deleteCommitLogFiles(now time.Time, force bool) i
 			break
 		}
 		c.mfq.removeFirst(mf)
-		if !mf.destroy(true, now.UnixMilli(), st.cfg.DestroyMapedFileIntervalForcibly) {
+		if !mf.destroy(true, now.UnixMilli(), lc.DestroyMapedFileIntervalForcibly) {
 			st.doomedMu.Lock()
 			st.doomed = append(st.doomed, mf)
 			st.doomedMu.Unlock()
@@ -131,7 +132,7 @@ func (st *DefaultMessageStore) retryDoomed(now time.Time) {
 	defer st.doomedMu.Unlock()
 	keep := st.doomed[:0]
 	for _, mf := range st.doomed {
-		if !mf.destroy(true, now.UnixMilli(), st.cfg.DestroyMapedFileIntervalForcibly) {
+		if !mf.destroy(true, now.UnixMilli(), st.live().DestroyMapedFileIntervalForcibly) {
 			keep = append(keep, mf)
 		}
 	}

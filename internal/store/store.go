@@ -27,9 +27,10 @@ const (
 // DefaultMessageStore is the MessageStore over CommitLog and consume
 // queues in storePathRootDir.
 type DefaultMessageStore struct {
-	cfg    Config
-	fs     vfs.FS
-	logger *slog.Logger
+	cfg     Config     // start-up values; live keys are read through live()
+	liveCfg liveConfig // the live keys (live_config.go)
+	fs      vfs.FS
+	logger  *slog.Logger
 
 	lock      io.Closer
 	commitLog *CommitLog
@@ -96,6 +97,7 @@ func Open(cfg Config, fs vfs.FS, logger *slog.Logger) (*DefaultMessageStore, err
 	}
 	st := &DefaultMessageStore{cfg: cfg, fs: fs, logger: logger, lock: lk, cqs: map[queueKey]*ConsumeQueue{},
 		delayLevels: levels, memTotal: physicalMemory(), bgStop: make(chan struct{})}
+	st.liveCfg.init(cfg)
 	st.stats.rt = stats.NewStoreStats(fs.Now())
 	st.commitLog = newCommitLog(st)
 	st.disp = newDispatcher(st)
@@ -125,8 +127,8 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Config returns the store's configuration.
-func (st *DefaultMessageStore) Config() Config { return st.cfg }
+// Config returns the store's current configuration (live keys included).
+func (st *DefaultMessageStore) Config() Config { return *st.live() }
 
 // Start recovers the store and starts its services.
 func (st *DefaultMessageStore) Start() error {
@@ -275,8 +277,8 @@ func (st *DefaultMessageStore) writable() (PutStatus, string) {
 		st.stats.diskFullRefusals.Add(1)
 		return ServiceNotAvailable, *p
 	}
-	if held := st.commitLog.lockHeldFor(); held > time.Duration(st.cfg.OSPageCacheBusyTimeOutMills)*time.Millisecond {
-		return OSPageCacheBusy, fmt.Sprintf("put lock held for %dms, limit osPageCacheBusyTimeOutMills=%dms", held.Milliseconds(), st.cfg.OSPageCacheBusyTimeOutMills)
+	if held, limit := st.commitLog.lockHeldFor(), st.live().OSPageCacheBusyTimeOutMills; held > time.Duration(limit)*time.Millisecond {
+		return OSPageCacheBusy, fmt.Sprintf("put lock held for %dms, limit osPageCacheBusyTimeOutMills=%dms", held.Milliseconds(), limit)
 	}
 	return PutOK, ""
 }
@@ -289,9 +291,10 @@ func (st *DefaultMessageStore) PutMessage(msg *message.Inner, done func(PutResul
 		done(PutResult{Status: s, Remark: r})
 		return
 	}
-	if len(msg.Body) > st.cfg.MaxMessageSize {
+	maxSize := st.live().MaxMessageSize
+	if len(msg.Body) > maxSize {
 		st.stats.putFailures.Add(1)
-		done(PutResult{Status: MessageIllegal, Remark: fmt.Sprintf("message body is %d bytes, maxMessageSize is %d", len(msg.Body), st.cfg.MaxMessageSize)})
+		done(PutResult{Status: MessageIllegal, Remark: fmt.Sprintf("message body is %d bytes, maxMessageSize is %d", len(msg.Body), maxSize)})
 		return
 	}
 	if err := message.CheckInner(msg, ""); err != nil {
@@ -306,11 +309,11 @@ func (st *DefaultMessageStore) PutMessage(msg *message.Inner, done func(PutResul
 	c := st.commitLog
 	bp := c.getBuf()
 	buf := message.EncodeRecord((*bp)[:0], msg, "")
-	if len(buf) > st.cfg.MaxMessageSize+64<<10 {
+	if len(buf) > maxSize+64<<10 {
 		*bp = buf
 		c.putBuf(bp)
 		st.stats.putFailures.Add(1)
-		done(PutResult{Status: MessageIllegal, Remark: fmt.Sprintf("stored record is %d bytes, limit maxMessageSize+64KiB=%d", len(buf), st.cfg.MaxMessageSize+64<<10)})
+		done(PutResult{Status: MessageIllegal, Remark: fmt.Sprintf("stored record is %d bytes, limit maxMessageSize+64KiB=%d", len(buf), maxSize+64<<10)})
 		return
 	}
 	sizes := [1]int{len(buf)}
@@ -332,10 +335,11 @@ func (st *DefaultMessageStore) PutMessages(batch *message.Batch, done func(PutRe
 		done(PutResult{Status: MessageIllegal, Remark: "empty batch"})
 		return
 	}
+	maxSize := st.live().MaxMessageSize
 	for i := range batch.Members {
-		if n := len(batch.Members[i].Body); n > st.cfg.MaxMessageSize {
+		if n := len(batch.Members[i].Body); n > maxSize {
 			st.stats.putFailures.Add(1)
-			done(PutResult{Status: MessageIllegal, Remark: fmt.Sprintf("batch member %d body is %d bytes, maxMessageSize is %d", i, n, st.cfg.MaxMessageSize)})
+			done(PutResult{Status: MessageIllegal, Remark: fmt.Sprintf("batch member %d body is %d bytes, maxMessageSize is %d", i, n, maxSize)})
 			return
 		}
 	}
@@ -386,6 +390,10 @@ func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait, systemT
 			c.flusher.wait(out.end, res, done)
 			return
 		}
+		c.flusher.kick()
+	} else if !st.live().FlushCommitLogTimed {
+		// flushCommitLogTimed=false: every put wakes the flusher, which
+		// flushes once flushCommitLogLeastPages are dirty.
 		c.flusher.kick()
 	}
 	done(res)
@@ -539,7 +547,7 @@ func (st *DefaultMessageStore) MessageStoreTimeStamp(topic string, queueID int32
 
 // memoryWindow is the part of the CommitLog tail considered in memory.
 func (st *DefaultMessageStore) memoryWindow() int64 {
-	return st.memTotal * int64(st.cfg.AccessMessageInMemoryMaxRatio) / 100
+	return st.memTotal * int64(st.live().AccessMessageInMemoryMaxRatio) / 100
 }
 
 // CheckInMemByConsumeOffset reports whether the message at a logical offset
@@ -697,11 +705,15 @@ func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues bool
 func (st *DefaultMessageStore) backgroundLoop() {
 	defer st.bgWG.Done()
 	for {
-		t := time.NewTimer(time.Duration(max(st.cfg.FlushIntervalConsumeQueue, 10)) * time.Millisecond)
+		changed := st.liveChanged()
+		t := time.NewTimer(time.Duration(max(st.live().FlushIntervalConsumeQueue, 10)) * time.Millisecond)
 		select {
 		case <-st.bgStop:
 			t.Stop()
 			return
+		case <-changed: // flushIntervalConsumeQueue may have changed
+			t.Stop()
+			continue
 		case <-t.C:
 		}
 		if st.readOnly.Load() != nil {

@@ -110,14 +110,17 @@ func (cm *committer) stop() {
 func (cm *committer) run() {
 	defer cm.wg.Done()
 	for {
-		t := time.NewTimer(time.Duration(max(cm.c.cfg.CommitIntervalCommitLog, 1)) * time.Millisecond)
+		changed := cm.c.st.liveChanged()
+		t := time.NewTimer(time.Duration(max(cm.c.st.live().CommitIntervalCommitLog, 1)) * time.Millisecond)
 		select {
 		case <-cm.stopCh:
 			t.Stop()
 			return
+		case <-changed: // the commit keys may have changed
+			t.Stop()
 		case <-t.C:
 		}
-		thorough := time.Since(cm.last) >= time.Duration(cm.c.cfg.CommitCommitLogThoroughInterval)*time.Millisecond
+		thorough := time.Since(cm.last) >= time.Duration(cm.c.st.live().CommitCommitLogThoroughInterval)*time.Millisecond
 		if thorough {
 			cm.last = time.Now()
 		}
@@ -128,7 +131,7 @@ func (cm *committer) run() {
 // commit writes [committed, filled) of the files in order.
 func (cm *committer) commit(all bool) {
 	c := cm.c
-	least := int64(c.cfg.CommitCommitLogLeastPages) * osPageSize
+	least := int64(c.st.live().CommitCommitLogLeastPages) * osPageSize
 	for {
 		mf := c.mfq.find(cm.where)
 		if mf == nil {
