@@ -39,6 +39,8 @@ type DefaultMessageStore struct {
 
 	cqMu sync.RWMutex
 	cqs  map[queueKey]*ConsumeQueue
+	// cqFiles bounds the descriptors of consume-queue files.
+	cqFiles *fileCache
 
 	state     atomic.Int32
 	readOnly  atomic.Pointer[string]
@@ -97,6 +99,8 @@ func Open(cfg Config, fs vfs.FS, logger *slog.Logger) (*DefaultMessageStore, err
 	st := &DefaultMessageStore{cfg: cfg, fs: fs, logger: logger, lock: lk, cqs: map[queueKey]*ConsumeQueue{},
 		delayLevels: levels, memTotal: physicalMemory(), bgStop: make(chan struct{})}
 	st.stats.rt = stats.NewStoreStats(fs.Now())
+	nofile, _, _ := NofileLimit()
+	st.cqFiles = newFileCache(fs, cqFileLimit(nofile))
 	st.commitLog = newCommitLog(st)
 	st.disp = newDispatcher(st)
 	if cfg.TransientStorePoolEnable && !cfg.transient() {
