@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/internal/vfs"
 )
@@ -244,5 +246,66 @@ func TestConsumeQueueDescriptorsBounded(t *testing.T) {
 	readAll(st, 2)
 	if n := st.cqFiles.openCount(); n > limit {
 		t.Fatalf("%d consume-queue descriptors open, limit %d", n, limit)
+	}
+}
+
+// emfileFS fails opens of consume-queue files with EMFILE while fail is set.
+type emfileFS struct {
+	vfs.FS
+	fail atomic.Bool
+}
+
+func (fs *emfileFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	if fs.fail.Load() && strings.Contains(name, string(filepath.Separator)+"consumequeue"+string(filepath.Separator)) {
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+	}
+	return fs.FS.OpenFile(name, flag, perm)
+}
+
+// waitFor polls cond (a condition the store reaches by itself) for up to
+// 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 20000 && !cond(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if !cond() {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// While dispatch fails, puts are refused with SERVICE_NOT_AVAILABLE and a
+// remark naming the dispatch error; once it recovers, the message that hit
+// the failure is dispatched and puts are accepted again.
+func TestPutsRefusedWhileDispatchFails(t *testing.T) {
+	cfg := testConfig(t)
+	fs := &emfileFS{FS: vfs.OS()}
+	st := openStarted(t, cfg, fs)
+	defer st.Shutdown()
+	mustPut(t, st, testMsg("A", 0, "a0", ""))
+	waitDispatched(t, st, "A", 0, 1)
+
+	fs.fail.Store(true)
+	if r := putSync(t, st, testMsg("B", 0, "b0", "")); r.Status != PutOK {
+		t.Fatalf("put before dispatch failed: %d %q", r.Status, r.Remark)
+	}
+	waitFor(t, "dispatch to fail", func() bool { return st.Descriptors().DispatchError != "" })
+	r := putSync(t, st, testMsg("A", 0, "a1", ""))
+	if r.Status != ServiceNotAvailable || !strings.Contains(r.Remark, "dispatch") || !strings.Contains(r.Remark, "too many open files") {
+		t.Fatalf("put while dispatch fails: status %d remark %q, want SERVICE_NOT_AVAILABLE naming the dispatch error", r.Status, r.Remark)
+	}
+	if st.MaxOffsetInQueue("A", 0) != 1 {
+		t.Fatalf("a refused put was dispatched")
+	}
+
+	fs.fail.Store(false)
+	waitFor(t, "dispatch to recover", func() bool { return st.Descriptors().DispatchError == "" })
+	if got := st.MaxOffsetInQueue("B", 0); got != 1 {
+		t.Fatalf("queue B max %d after recovery, want 1", got)
+	}
+	mustPut(t, st, testMsg("A", 0, "a1", ""))
+	waitDispatched(t, st, "A", 0, 2)
+	if d := st.Descriptors(); d.DispatchFailures == 0 {
+		t.Fatalf("no failed pass counted: %+v", d)
 	}
 }

@@ -324,3 +324,44 @@ func (cf *cachedFile) Close() error {
 	}
 	return nil
 }
+
+// DescriptorStats is what the store reports about descriptors and the
+// consume-queue descriptor cache.
+type DescriptorStats struct {
+	NofileSoft, NofileHard uint64 // RLIMIT_NOFILE now
+	OpenFiles              int    // descriptors of the process now (-1 when unknown)
+	CQFileLimit            int    // consume-queue descriptors kept open at most (calls in progress aside)
+	CQOpenFiles            int    // consume-queue descriptors open now
+	CQFileOpens            int64  // consume-queue file opens, first and re-opens
+	CQFileEvictions        int64  // descriptors closed to stay within CQFileLimit
+	CQFileSheds            int64  // EMFILE/ENFILE answered by closing idle descriptors
+	DispatchFailures       int64  // dispatch passes that failed
+	DispatchError          string // why puts are refused now, "" when dispatch is healthy
+}
+
+// Descriptors reports descriptor use and dispatch health.
+func (st *DefaultMessageStore) Descriptors() DescriptorStats {
+	soft, hard, _ := NofileLimit()
+	c := st.cqFiles
+	d := DescriptorStats{NofileSoft: soft, NofileHard: hard, OpenFiles: openFileCount(),
+		CQFileLimit: c.limit, CQOpenFiles: c.openCount(), CQFileOpens: c.opens.Load(),
+		CQFileEvictions: c.evictions.Load(), CQFileSheds: c.sheds.Load(), DispatchFailures: st.disp.failures.Load()}
+	if p := st.disp.failing.Load(); p != nil {
+		d.DispatchError = *p
+	}
+	return d
+}
+
+// openFileCount counts the process's open descriptors (/proc/self/fd).
+func openFileCount() int {
+	f, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return -1
+	}
+	return len(names) - 1 // the descriptor reading the directory
+}

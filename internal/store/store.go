@@ -101,6 +101,7 @@ func Open(cfg Config, fs vfs.FS, logger *slog.Logger) (*DefaultMessageStore, err
 	st.stats.rt = stats.NewStoreStats(fs.Now())
 	nofile, _, _ := NofileLimit()
 	st.cqFiles = newFileCache(fs, cqFileLimit(nofile))
+	logger.Info("store: consume-queue descriptors", "limit", st.cqFiles.limit, "nofileSoft", nofile)
 	st.commitLog = newCommitLog(st)
 	st.disp = newDispatcher(st)
 	if cfg.TransientStorePoolEnable && !cfg.transient() {
@@ -277,6 +278,9 @@ func (st *DefaultMessageStore) writable() (PutStatus, string) {
 	}
 	if p := st.diskFull.Load(); p != nil {
 		st.stats.diskFullRefusals.Add(1)
+		return ServiceNotAvailable, *p
+	}
+	if p := st.disp.failing.Load(); p != nil {
 		return ServiceNotAvailable, *p
 	}
 	if held := st.commitLog.lockHeldFor(); held > time.Duration(st.cfg.OSPageCacheBusyTimeOutMills)*time.Millisecond {
