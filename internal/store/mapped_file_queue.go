@@ -64,7 +64,8 @@ func (q *MappedFileQueue) load() error {
 		if st.Size() != q.fileSize {
 			if i == len(ents)-1 {
 				// A file whose creation was cut short holds no acknowledged
-				// data: every write goes to a fully allocated file.
+				// data: every write goes to a file that has its full size
+				// (allocated, or sparse for consume queues) and is named.
 				if err := q.fs.Remove(path); err != nil {
 					return fmt.Errorf("store: remove partial %s: %w", path, err)
 				}
