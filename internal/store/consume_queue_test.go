@@ -343,3 +343,32 @@ func BenchmarkFileCacheReadAt(b *testing.B) {
 	b.Run("cached", func(b *testing.B) { run(b, mk(newFileCache(vfs.OS(), 16), 1)) })
 	b.Run("reopening", func(b *testing.B) { run(b, mk(newFileCache(vfs.OS(), 16), 64)) })
 }
+
+// RaiseNofileLimit lifts a lowered soft descriptor limit to the hard one.
+func TestRaiseNofileLimit(t *testing.T) {
+	var orig syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &orig)
+	if orig.Max < 512 {
+		t.Skipf("hard RLIMIT_NOFILE %d", orig.Max)
+	}
+	low := syscall.Rlimit{Cur: 256, Max: orig.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	soft, hard, err := RaiseNofileLimit()
+	if err != nil || soft != orig.Max || hard != orig.Max {
+		t.Fatalf("RaiseNofileLimit: soft %d hard %d err %v, want both %d", soft, hard, err, orig.Max)
+	}
+	if s, h, _ := NofileLimit(); s != orig.Max || h != orig.Max {
+		t.Fatalf("limit after raising: soft %d hard %d", s, h)
+	}
+	if got := cqFileLimit(256); got != 64 {
+		t.Fatalf("consume-queue descriptor limit for 256: %d", got)
+	}
+	if got := cqFileLimit(1 << 20); got != cqFileLimitMax {
+		t.Fatalf("consume-queue descriptor limit for 2^20: %d", got)
+	}
+}
