@@ -136,10 +136,23 @@ func notifyStop() <-chan os.Signal {
 	return ch
 }
 
-// begin is what every serving command does first: a logger, signal
-// handling, the properties, and the profiling endpoint when asked for.
+// raiseNofile raises the soft descriptor limit to the hard one and logs
+// both: every connection and every open store file takes a descriptor.
+func raiseNofile(logger *slog.Logger) {
+	soft, hard, err := store.RaiseNofileLimit()
+	if err != nil {
+		logger.Warn("could not raise the open-file limit", "soft", soft, "hard", hard, "err", err)
+		return
+	}
+	logger.Info("open-file limit (RLIMIT_NOFILE)", "soft", soft, "hard", hard)
+}
+
+// begin is what every serving command does first: a logger, the
+// descriptor limit, signal handling, the properties, and the profiling
+// endpoint when asked for.
 func begin(f *serveFlags) (*slog.Logger, <-chan os.Signal, map[string]string, error) {
 	logger := newLogger()
+	raiseNofile(logger)
 	stop := notifyStop()
 	props, err := loadProps(f)
 	if err != nil {
@@ -239,6 +252,7 @@ func namesrvCmd() *cobra.Command {
 		Short: "run a name server",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()
+			raiseNofile(logger)
 			stop := notifyStop()
 			props, err := loadProps(&serveFlags{configFile: configFile, sets: sets})
 			if err != nil {

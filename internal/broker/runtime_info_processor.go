@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/store/stats"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/vfs"
@@ -169,6 +170,22 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("transactionCheckSkippedNoProducer", tx.SkippedNoProducer)
 	i64("transactionCheckGivenUp", tx.GivenUp)
 	i64("transactionRebuildReadBytes", tx.RebuildReadBytes)
+
+	// Descriptors: the process's limit and use, the consume-queue cache.
+	if ds, ok := b.store.(interface{ Descriptors() store.DescriptorStats }); ok {
+		d := ds.Descriptors()
+		t["openFileSoftLimit"] = strconv.FormatUint(d.NofileSoft, 10)
+		t["openFileHardLimit"] = strconv.FormatUint(d.NofileHard, 10)
+		i64("openFiles", int64(d.OpenFiles))
+		i64("consumeQueueFileLimit", int64(d.CQFileLimit))
+		i64("consumeQueueOpenFiles", int64(d.CQOpenFiles))
+		i64("consumeQueueFileOpens", d.CQFileOpens)
+		i64("consumeQueueFileEvictions", d.CQFileEvictions)
+		i64("dispatchFailures", d.DispatchFailures)
+		if d.DispatchError != "" {
+			t["dispatchError"] = d.DispatchError
+		}
+	}
 
 	// Timer messages.
 	if ts, ok := b.TimerStats(); ok {

@@ -16,6 +16,12 @@ import (
 //	+----------------------+------------+----------------------+
 const CQEntrySize = 20
 
+// allocSparse creates a file at its full size without allocating blocks
+// (ftruncate only): consume-queue files take the disk their entries take.
+// They are written with pwrite, so a full disk is an error of the write,
+// never a fault.
+const allocSparse = "sparse"
+
 // CQEntry is one decoded consume-queue entry.
 type CQEntry struct {
 	Offset   int64 // commit-log offset of the record
@@ -71,15 +77,19 @@ type ConsumeQueue struct {
 func newConsumeQueue(st *DefaultMessageStore, topic string, queueID int32) *ConsumeQueue {
 	dir := filepath.Join(st.cfg.consumeQueueDir(), topic, strconv.Itoa(int(queueID)))
 	fsize := st.cfg.MappedFileSizeConsumeQueue / CQEntrySize * CQEntrySize
-	return &ConsumeQueue{topic: topic, queueID: queueID, fsize: fsize,
-		mfq: newMappedFileQueue(st.fs, dir, fsize, false)}
+	mfq := newMappedFileQueue(st.cqFiles, dir, fsize, false)
+	mfq.sparse = true
+	return &ConsumeQueue{topic: topic, queueID: queueID, fsize: fsize, mfq: mfq}
 }
 
-// load opens the files and finds the last written entry. Normally the
-// last non-zero entry ends the queue. With abnormal set (recovery after a
-// crash) the queue keeps only the valid, increasing entries whose records
-// start below limit (the checkpoint's dispatched offset: everything below
-// it was flushed); the rest is cut and dispatch rebuilds it.
+// load opens the files and finds the last written entry: entries are
+// written in order from the queue's first one, so the first zero entry
+// after it ends the queue (the files are sparse; only the queue's first
+// file may begin with zero entries, when the queue starts past its file's
+// first offset). With abnormal set (recovery after a crash) the queue
+// keeps only the valid, increasing entries whose records start below
+// limit (the checkpoint's dispatched offset: everything below it was
+// flushed); the rest is cut and dispatch rebuilds it.
 func (cq *ConsumeQueue) load(abnormal bool, limit int64) error {
 	if err := cq.mfq.load(); err != nil {
 		return err
@@ -89,9 +99,10 @@ func (cq *ConsumeQueue) load(abnormal bool, limit int64) error {
 		return nil
 	}
 	var end int64 = -1
+	start := files[0].from
 	for i := len(files) - 1; i >= 0 && end < 0; i-- {
 		mf := files[i]
-		pos, phyEnd, err := cq.scanFile(mf, abnormal, limit)
+		first, pos, phyEnd, err := cq.scanFile(mf, i == 0, abnormal, limit)
 		if err != nil {
 			return err
 		}
@@ -99,46 +110,58 @@ func (cq *ConsumeQueue) load(abnormal bool, limit int64) error {
 			end = mf.from + pos
 			cq.maxPhyEnd.Store(phyEnd)
 		}
+		if i == 0 && pos > 0 {
+			start = mf.from + first
+		}
 	}
 	if err := cq.mfq.truncate(end, abnormal); err != nil {
 		return err
 	}
 	cq.maxOffset.Store(end / CQEntrySize)
 	cq.flushedTo.Store(end / CQEntrySize)
-	first := files[0]
-	cq.minOffset.Store(first.from / CQEntrySize)
+	cq.minOffset.Store(start / CQEntrySize)
 	return nil
 }
 
-// scanFile finds the end of the written entries of mf: the last non-zero
-// entry, or with strict the end of the valid increasing prefix below limit.
-func (cq *ConsumeQueue) scanFile(mf *MappedFile, strict bool, limit int64) (int64, int64, error) {
+// scanFile finds the written entries of mf: [first, end) up to the first
+// zero entry, or with strict the valid increasing prefix below limit.
+// Leading zero entries are skipped only in the queue's first file
+// (queueStart). It reads in chunks that grow from one page, so a file
+// with a few entries costs one small read, not a read of its whole size.
+func (cq *ConsumeQueue) scanFile(mf *MappedFile, queueStart, strict bool, limit int64) (first, end, phyEnd int64, err error) {
 	buf := make([]byte, 64<<10/CQEntrySize*CQEntrySize)
-	var end, phyEnd int64
+	chunk := int64(osPageSize / CQEntrySize * CQEntrySize)
 	prev := int64(-1)
-	for off := int64(0); off < mf.size; off += int64(len(buf)) {
-		n := min(int64(len(buf)), mf.size-off)
+	started := !queueStart
+	for off := int64(0); off < mf.size; {
+		n := min(chunk, mf.size-off)
 		if _, err := mf.f.ReadAt(buf[:n], off); err != nil {
-			return 0, 0, fmt.Errorf("store: read %s at %d: %w", mf.path, off, err)
+			return 0, 0, 0, fmt.Errorf("store: read %s at %d: %w", mf.path, off, err)
 		}
 		for i := int64(0); i+CQEntrySize <= n; i += CQEntrySize {
-			if isHole(buf[i:]) {
+			b := buf[i : i+CQEntrySize]
+			if !started {
+				if allZero(b) {
+					continue
+				}
+				started, first, end = true, off+i, off+i
+			}
+			if isHole(b) {
 				end = off + i + CQEntrySize
 				continue
 			}
-			e, ok := DecodeCQEntry(buf[i:])
-			if strict && (!ok || e.Offset <= prev || e.Offset >= limit) {
-				return end, phyEnd, nil
-			}
-			if !ok {
-				continue
+			e, ok := DecodeCQEntry(b)
+			if !ok || strict && (e.Offset <= prev || e.Offset >= limit) {
+				return first, end, phyEnd, nil
 			}
 			prev = e.Offset
 			end = off + i + CQEntrySize
 			phyEnd = e.Offset + int64(e.Size)
 		}
+		off += n
+		chunk = min(chunk*2, int64(len(buf)))
 	}
-	return end, phyEnd, nil
+	return first, end, phyEnd, nil
 }
 
 // appendEntries writes entries starting at logical offset first. Entries
@@ -182,10 +205,10 @@ func (cq *ConsumeQueue) appendEntries(st *DefaultMessageStore, first int64, entr
 		mf := cq.mfq.last()
 		if mf == nil || pos >= mf.from+mf.size {
 			from := pos / cq.fsize * cq.fsize
-			nm, err := createMappedFile(st.fs, cq.mfq.dir, from, cq.fsize, AllocFallocate, false)
+			nm, err := createMappedFile(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
 			if err != nil {
 				if mkErr := st.fs.MkdirAll(cq.mfq.dir, 0o755); mkErr == nil {
-					nm, err = createMappedFile(st.fs, cq.mfq.dir, from, cq.fsize, AllocFallocate, false)
+					nm, err = createMappedFile(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
 				}
 			}
 			if err != nil {

@@ -37,8 +37,16 @@ type dispatcher struct {
 	wg        sync.WaitGroup
 	buf       []byte
 	lastErr   atomic.Pointer[string]
-	parks     atomic.Int64 // times the run loop blocked waiting for work (benchmarks)
+	// failing is the remark puts are refused with while a pass fails
+	// (nil when dispatch is healthy): what the dispatcher cannot index is
+	// not acknowledged.
+	failing  atomic.Pointer[string]
+	failures atomic.Int64 // passes that failed
+	parks    atomic.Int64 // times the run loop blocked waiting for work (benchmarks)
 }
+
+// dispatchRetryInterval is how often a failing dispatch is retried.
+const dispatchRetryInterval = 100 * time.Millisecond
 
 func newDispatcher(st *DefaultMessageStore) *dispatcher {
 	return &dispatcher{st: st, stopCh: make(chan struct{})}
@@ -71,7 +79,11 @@ func (d *dispatcher) run() {
 		c.dispatchIdle.Store(true)
 		if !(c.visible.Load() != seen && c.dispatchIdle.CompareAndSwap(true, false)) {
 			d.parks.Add(1)
-			t.Reset(time.Second)
+			wait := time.Second
+			if d.failing.Load() != nil {
+				wait = dispatchRetryInterval // retry soon: puts are refused meanwhile
+			}
+			t.Reset(wait)
 			select {
 			case <-d.stopCh:
 				return
@@ -82,11 +94,19 @@ func (d *dispatcher) run() {
 		}
 		seen = c.visible.Load()
 		if err := d.pass(); err != nil {
+			d.failures.Add(1)
 			msg := err.Error()
 			if p := d.lastErr.Load(); p == nil || *p != msg {
-				d.st.logger.Error("store: dispatch stopped", "offset", d.reputFrom.Load(), "err", err)
+				d.st.logger.Error("store: dispatch stopped; puts are refused until it recovers", "offset", d.reputFrom.Load(), "err", err)
 				d.lastErr.Store(&msg)
 			}
+			remark := fmt.Sprintf("dispatch to consume queues is failing at CommitLog offset %d (%d bytes behind): %s; writes resume when it recovers",
+				d.reputFrom.Load(), max(0, c.visible.Load()-d.reputFrom.Load()), msg)
+			d.failing.Store(&remark)
+		} else if d.failing.Load() != nil {
+			d.failing.Store(nil)
+			d.lastErr.Store(nil)
+			d.st.logger.Info("store: dispatch recovered; puts accepted again", "offset", d.reputFrom.Load())
 		}
 	}
 }

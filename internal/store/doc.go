@@ -22,7 +22,8 @@
 //	  commitlog/00000000001073741824   named by the offset of their first byte
 //	  consumequeue/TOPIC/QUEUEID/00000000000000000000
 //	                                   mappedFileSizeConsumeQueue bytes each
-//	                                   (300,000 entries), named by byte offset
+//	                                   (300,000 entries), named by byte offset;
+//	                                   sparse, descriptors in a bounded cache
 //	  checkpoint                       4096 bytes, replaced atomically
 //	  abort                            present while running
 //	  lock                             flock(2)ed by the running store
@@ -125,6 +126,14 @@
 // same way, and a woken index dispatcher gathers for 10 ms (not when 1 MiB
 // is waiting) before it reads, so index building costs at most about one
 // wake-up per 10 ms under a stream of puts.
+//
+// While a dispatch pass fails, puts are refused (SERVICE_NOT_AVAILABLE
+// with a remark naming the error) and the pass is retried every 100 ms.
+// Consume-queue files are sparse (ftruncate, no fallocate) and keep their
+// descriptors in an LRU cache of a quarter of RLIMIT_NOFILE (16..8192); a
+// handle reopens its file on demand, so descriptor use does not grow with
+// the number of queues. A queue ends at its first zero entry: loading
+// reads from the first page up to it.
 //
 // # Pull reads
 //

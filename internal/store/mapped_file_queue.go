@@ -15,6 +15,9 @@ type MappedFileQueue struct {
 	dir      string
 	fileSize int64
 	mmapped  bool
+	// sparse files (consume queues) have their cut tails punched out
+	// instead of overwritten with zeros.
+	sparse bool
 
 	mu    sync.RWMutex
 	files []*MappedFile // ascending, contiguous
@@ -61,7 +64,8 @@ func (q *MappedFileQueue) load() error {
 		if st.Size() != q.fileSize {
 			if i == len(ents)-1 {
 				// A file whose creation was cut short holds no acknowledged
-				// data: every write goes to a fully allocated file.
+				// data: every write goes to a file that has its full size
+				// (allocated, or sparse for consume queues) and is named.
 				if err := q.fs.Remove(path); err != nil {
 					return fmt.Errorf("store: remove partial %s: %w", path, err)
 				}
@@ -204,7 +208,11 @@ func (q *MappedFileQueue) truncate(offset int64, zero bool) error {
 	if cut != nil {
 		pos := offset - cut.from
 		if zero {
-			if err := zeroRange(cut, pos, q.fileSize); err != nil {
+			zeroTail := zeroRange
+			if q.sparse {
+				zeroTail = punchRange
+			}
+			if err := zeroTail(cut, pos, q.fileSize); err != nil {
 				return err
 			}
 		}
@@ -241,6 +249,26 @@ func zeroRange(mf *MappedFile, from, to int64) error {
 		if _, err := mf.f.WriteAt(buf[:n], off); err != nil {
 			return fmt.Errorf("store: zero %s at %d: %w", mf.path, off, err)
 		}
+	}
+	if err := mf.f.Datasync(); err != nil {
+		return fmt.Errorf("store: sync %s: %w", mf.path, err)
+	}
+	return nil
+}
+
+// punchRange zeroes [from, to) of a sparse file: the bytes up to the next
+// page boundary with zeroRange, the whole pages after it by punching a
+// hole (zeroRange again where the file system cannot punch).
+func punchRange(mf *MappedFile, from, to int64) error {
+	page := min((from+osPageSize-1)&^(osPageSize-1), to)
+	if err := zeroRange(mf, from, page); err != nil {
+		return err
+	}
+	if page >= to {
+		return nil
+	}
+	if err := mf.f.Fallocate(vfs.FallocPunchHole|vfs.FallocKeepSize, page, to-page); err != nil {
+		return zeroRange(mf, page, to)
 	}
 	if err := mf.f.Datasync(); err != nil {
 		return fmt.Errorf("store: sync %s: %w", mf.path, err)

@@ -108,7 +108,6 @@ func (st *DefaultMessageStore) recover() error {
 		return fmt.Errorf("store: re-dispatch from %d: %w", from, err)
 	}
 	for _, cq := range st.allQueues() {
-		cq.correctMinOffset(c.minOffset())
 		c.queueOffsets[queueKey{cq.topic, cq.queueID}] = cq.maxOffset.Load()
 	}
 	if st.cfg.MessageIndexEnable {
@@ -167,6 +166,10 @@ func (st *DefaultMessageStore) loadConsumeQueues(abnormal bool, limit int64) err
 			if err := cq.load(abnormal, limit); err != nil {
 				return err
 			}
+			// While the queue's first file is still open: entries whose
+			// records retention removed are below the queue's minimum.
+			// (Queues created by the re-dispatch start at or past it.)
+			cq.correctMinOffset(st.commitLog.minOffset())
 		}
 	}
 	return nil

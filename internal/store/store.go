@@ -40,6 +40,8 @@ type DefaultMessageStore struct {
 
 	cqMu sync.RWMutex
 	cqs  map[queueKey]*ConsumeQueue
+	// cqFiles bounds the descriptors of consume-queue files.
+	cqFiles *fileCache
 
 	state     atomic.Int32
 	readOnly  atomic.Pointer[string]
@@ -99,6 +101,9 @@ func Open(cfg Config, fs vfs.FS, logger *slog.Logger) (*DefaultMessageStore, err
 		delayLevels: levels, memTotal: physicalMemory(), bgStop: make(chan struct{})}
 	st.liveCfg.init(cfg)
 	st.stats.rt = stats.NewStoreStats(fs.Now())
+	nofile, _, _ := NofileLimit()
+	st.cqFiles = newFileCache(fs, cqFileLimit(nofile))
+	logger.Info("store: consume-queue descriptors", "limit", st.cqFiles.limit, "nofileSoft", nofile)
 	st.commitLog = newCommitLog(st)
 	st.disp = newDispatcher(st)
 	if cfg.TransientStorePoolEnable && !cfg.transient() {
@@ -275,6 +280,9 @@ func (st *DefaultMessageStore) writable() (PutStatus, string) {
 	}
 	if p := st.diskFull.Load(); p != nil {
 		st.stats.diskFullRefusals.Add(1)
+		return ServiceNotAvailable, *p
+	}
+	if p := st.disp.failing.Load(); p != nil {
 		return ServiceNotAvailable, *p
 	}
 	if held, limit := st.commitLog.lockHeldFor(), st.live().OSPageCacheBusyTimeOutMills; held > time.Duration(limit)*time.Millisecond {

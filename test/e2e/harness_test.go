@@ -82,6 +82,8 @@ type spool struct {
 	brokerAddr  string
 	vipAddr     string
 	sets        []string
+	// wrap, when set, is a command that runs the broker (e.g. prlimit).
+	wrap []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -124,6 +126,9 @@ func (s *spool) start() {
 		args = append(args, "--set", kv)
 	}
 	cmd := exec.Command(spoolBin, args...)
+	if len(s.wrap) > 0 {
+		cmd = exec.Command(s.wrap[0], append(append(s.wrap[1:len(s.wrap):len(s.wrap)], spoolBin), args...)...)
+	}
 	out := &bytes.Buffer{}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw

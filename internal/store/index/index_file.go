@@ -157,17 +157,15 @@ func openIndexFile(f vfs.File, name string, slotNum, indexNum int) (*indexFile, 
 		pendFirst: h.indexCount, synced: true}, nil
 }
 
-// createIndexFile initialises a new file: allocated to its full size, the
-// header carrying the previous file's end (as RocketMQ does) written.
+// createIndexFile initialises a new file: sized to its full length
+// without allocating blocks (sparse: the file takes the disk its slots and
+// entries take; it is written with pwrite, so a full disk is an error of
+// a write, never a fault), the header carrying the previous file's end
+// (as RocketMQ does) written.
 func createIndexFile(f vfs.File, name string, slotNum, indexNum int, prevEndPhy, prevEndTs int64) (*indexFile, error) {
 	size := FileSize(slotNum, indexNum)
-	if err := f.Fallocate(0, 0, size); err != nil {
-		// Some file systems cannot allocate; a sparse file is acceptable
-		// here because the index is written with pwrite, which reports a
-		// full disk as an error instead of a fault.
-		if terr := f.Truncate(size); terr != nil {
-			return nil, fmt.Errorf("index: size %s: %w", name, terr)
-		}
+	if err := f.Truncate(size); err != nil {
+		return nil, fmt.Errorf("index: size %s: %w", name, err)
 	}
 	x := &indexFile{name: name, f: f, slotNum: slotNum, indexNum: indexNum,
 		hdr: header{indexCount: 1}, slots: make([]byte, slotNum*HashSlotSize), pendFirst: 1}

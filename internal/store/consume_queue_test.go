@@ -1,0 +1,374 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/internal/vfs"
+)
+
+// cqBlocks is the disk a consume-queue file takes (stat's st_blocks).
+func cqBlocks(t *testing.T, path string) (allocated, size int64) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Blocks * 512, fi.Size()
+}
+
+// Consume-queue files are sparse: each has its full size, but takes the
+// blocks its entries take, not 5.72 MiB.
+func TestConsumeQueueFilesSparse(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MappedFileSizeConsumeQueue = DefaultConfig().MappedFileSizeConsumeQueue // 300,000 entries
+	const queues = 40
+	st := openStarted(t, cfg, vfs.OS())
+	for q := int32(0); q < queues; q++ {
+		n := 1
+		if q == 0 {
+			n = 300 // 6,000 bytes: past the first page and the first scan chunk
+		}
+		for i := 0; i < n; i++ {
+			mustPut(t, st, testMsg("S", q, fmt.Sprint(i), ""))
+		}
+	}
+	for q := int32(0); q < queues; q++ {
+		want := int64(1)
+		if q == 0 {
+			want = 300
+		}
+		waitDispatched(t, st, "S", q, want)
+	}
+	if err := st.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for q := 0; q < queues; q++ {
+		path := filepath.Join(cfg.consumeQueueDir(), "S", fmt.Sprint(q), fileName(0))
+		alloc, size := cqBlocks(t, path)
+		if size != cfg.MappedFileSizeConsumeQueue {
+			t.Fatalf("%s is %d bytes, want %d", path, size, cfg.MappedFileSizeConsumeQueue)
+		}
+		limit := int64(64 << 10) // a few pages of the file system
+		if alloc > limit {
+			t.Errorf("%s takes %d bytes on disk for %d-byte entries (want at most %d)", path, alloc, CQEntrySize, limit)
+		}
+		total += alloc
+	}
+	t.Logf("%d consume-queue files of %d bytes take %d bytes on disk (%d per queue)", queues, cfg.MappedFileSizeConsumeQueue, total, total/queues)
+
+	// Recovery finds the end of a sparse queue: the first zero entry.
+	st = openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	if got := st.MaxOffsetInQueue("S", 0); got != 300 {
+		t.Fatalf("queue 0 after restart: max %d, want 300", got)
+	}
+	for q := int32(1); q < queues; q++ {
+		if got := st.MaxOffsetInQueue("S", q); got != 1 {
+			t.Fatalf("queue %d after restart: max %d, want 1", q, got)
+		}
+	}
+	if r := mustPut(t, st, testMsg("S", 0, "next", "")); r.QueueOffset != 300 {
+		t.Fatalf("put after restart: queue offset %d, want 300", r.QueueOffset)
+	}
+	waitDispatched(t, st, "S", 0, 301)
+	r := st.GetMessage("g", "S", 0, 299, 2, 1<<20, nil)
+	defer r.Release()
+	if r.Status != Found || len(r.Buffers) != 2 {
+		t.Fatalf("read after restart: status %v, %d messages", r.Status, len(r.Buffers))
+	}
+}
+
+// A queue that begins past its first file's first entry (leading zero
+// entries) keeps its bounds across a clean restart and a crash.
+func TestConsumeQueueStartingPastZeroRecovers(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.MappedFileSizeConsumeQueue = 1000 * CQEntrySize
+			st := openStarted(t, cfg, vfs.OS())
+			for i := 0; i < 10; i++ {
+				mustPut(t, st, testMsg("R", 0, fmt.Sprint(i), ""))
+			}
+			waitDispatched(t, st, "R", 0, 10)
+			cq := st.consumeQueue("L", 0, true)
+			var entries []byte
+			for i := int64(0); i < 5; i++ {
+				entries = AppendCQEntry(entries, CQEntry{Offset: i, Size: 1})
+			}
+			if err := cq.appendEntries(st, 250, entries); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Shutdown(); err != nil {
+				t.Fatal(err)
+			}
+			if crash {
+				f, err := os.Create(cfg.abortPath())
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+			st = openStarted(t, cfg, vfs.OS())
+			defer st.Shutdown()
+			if lo, hi := st.MinOffsetInQueue("L", 0), st.MaxOffsetInQueue("L", 0); lo != 250 || hi != 255 {
+				t.Fatalf("queue bounds after restart [%d, %d), want [250, 255)", lo, hi)
+			}
+			if hi := st.MaxOffsetInQueue("R", 0); hi != 10 {
+				t.Fatalf("queue R max %d after restart, want 10", hi)
+			}
+		})
+	}
+}
+
+// The descriptor cache holds at most its limit of descriptors whatever
+// the number of files, and every file stays readable and writable.
+func TestFileCacheBoundsDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	c := newFileCache(vfs.OS(), 8)
+	var files []vfs.File
+	for i := 0; i < 100; i++ {
+		f, err := c.OpenFile(filepath.Join(dir, fmt.Sprint(i)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte(fmt.Sprintf("file %03d", i)), 0); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.openCount(); n > 8 {
+			t.Fatalf("%d descriptors open after %d files, limit 8", n, i+1)
+		}
+		files = append(files, f)
+	}
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			b := make([]byte, 8)
+			for r := 0; r < 5; r++ {
+				for i := g; i < len(files); i += 4 {
+					if _, err := files[i].ReadAt(b, 0); err != nil || string(b) != fmt.Sprintf("file %03d", i) {
+						bad.Add(1)
+					}
+					if err := files[i].Datasync(); err != nil {
+						bad.Add(1)
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if bad.Load() != 0 {
+		t.Fatalf("%d failed reads or syncs", bad.Load())
+	}
+	if n := c.openCount(); n > 8 {
+		t.Fatalf("%d descriptors open at rest, limit 8", n)
+	}
+	if c.evictions.Load() == 0 || c.opens.Load() <= 100 {
+		t.Fatalf("opens %d, evictions %d: the cache never closed a descriptor", c.opens.Load(), c.evictions.Load())
+	}
+	for _, f := range files {
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.openCount(); n != 0 {
+		t.Fatalf("%d descriptors open after every handle closed", n)
+	}
+	if _, err := files[0].ReadAt(make([]byte, 1), 0); !errors.Is(err, errCachedFileClosed) {
+		t.Fatalf("read after close: %v", err)
+	}
+}
+
+// A store with more queues than its consume-queue descriptor limit holds
+// at most that many consume-queue descriptors, and every queue is
+// dispatched and readable, before and after a restart.
+func TestConsumeQueueDescriptorsBounded(t *testing.T) {
+	cfg := testConfig(t)
+	const queues, limit = 200, 16
+	open := func() *DefaultMessageStore {
+		st, err := Open(cfg, vfs.OS(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.cqFiles.limit = limit
+		if err := st.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st := open()
+	for q := int32(0); q < queues; q++ {
+		mustPut(t, st, testMsg("D", q, fmt.Sprint(q), ""))
+	}
+	for q := int32(0); q < queues; q++ {
+		waitDispatched(t, st, "D", q, 1)
+	}
+	if n := st.cqFiles.openCount(); n > limit {
+		t.Fatalf("%d consume-queue descriptors open for %d queues, limit %d", n, queues, limit)
+	}
+	readAll := func(st *DefaultMessageStore, want int) {
+		t.Helper()
+		for q := int32(0); q < queues; q++ {
+			r := st.GetMessage("g", "D", q, 0, 32, 1<<20, nil)
+			if r.Status != Found || len(r.Buffers) != want {
+				t.Fatalf("queue %d: status %v, %d messages, want %d", q, r.Status, len(r.Buffers), want)
+			}
+			r.Release()
+		}
+	}
+	readAll(st, 1)
+	if err := st.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	st = open()
+	defer st.Shutdown()
+	if n := st.cqFiles.openCount(); n > limit {
+		t.Fatalf("%d consume-queue descriptors open after restart, limit %d", n, limit)
+	}
+	for q := int32(0); q < queues; q++ {
+		mustPut(t, st, testMsg("D", q, "again", ""))
+	}
+	for q := int32(0); q < queues; q++ {
+		waitDispatched(t, st, "D", q, 2)
+	}
+	readAll(st, 2)
+	if n := st.cqFiles.openCount(); n > limit {
+		t.Fatalf("%d consume-queue descriptors open, limit %d", n, limit)
+	}
+}
+
+// emfileFS fails opens of consume-queue files with EMFILE while fail is set.
+type emfileFS struct {
+	vfs.FS
+	fail atomic.Bool
+}
+
+func (fs *emfileFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	if fs.fail.Load() && strings.Contains(name, string(filepath.Separator)+"consumequeue"+string(filepath.Separator)) {
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+	}
+	return fs.FS.OpenFile(name, flag, perm)
+}
+
+// waitFor polls cond (a condition the store reaches by itself) for up to
+// 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 20000 && !cond(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if !cond() {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// While dispatch fails, puts are refused with SERVICE_NOT_AVAILABLE and a
+// remark naming the dispatch error; once it recovers, the message that hit
+// the failure is dispatched and puts are accepted again.
+func TestPutsRefusedWhileDispatchFails(t *testing.T) {
+	cfg := testConfig(t)
+	fs := &emfileFS{FS: vfs.OS()}
+	st := openStarted(t, cfg, fs)
+	defer st.Shutdown()
+	mustPut(t, st, testMsg("A", 0, "a0", ""))
+	waitDispatched(t, st, "A", 0, 1)
+
+	fs.fail.Store(true)
+	if r := putSync(t, st, testMsg("B", 0, "b0", "")); r.Status != PutOK {
+		t.Fatalf("put before dispatch failed: %d %q", r.Status, r.Remark)
+	}
+	waitFor(t, "dispatch to fail", func() bool { return st.Descriptors().DispatchError != "" })
+	r := putSync(t, st, testMsg("A", 0, "a1", ""))
+	if r.Status != ServiceNotAvailable || !strings.Contains(r.Remark, "dispatch") || !strings.Contains(r.Remark, "too many open files") {
+		t.Fatalf("put while dispatch fails: status %d remark %q, want SERVICE_NOT_AVAILABLE naming the dispatch error", r.Status, r.Remark)
+	}
+	if st.MaxOffsetInQueue("A", 0) != 1 {
+		t.Fatalf("a refused put was dispatched")
+	}
+
+	fs.fail.Store(false)
+	waitFor(t, "dispatch to recover", func() bool { return st.Descriptors().DispatchError == "" })
+	if got := st.MaxOffsetInQueue("B", 0); got != 1 {
+		t.Fatalf("queue B max %d after recovery, want 1", got)
+	}
+	mustPut(t, st, testMsg("A", 0, "a1", ""))
+	waitDispatched(t, st, "A", 0, 2)
+	if d := st.Descriptors(); d.DispatchFailures == 0 {
+		t.Fatalf("no failed pass counted: %+v", d)
+	}
+}
+
+// BenchmarkFileCacheReadAt is one 20-byte pread through a plain
+// descriptor, through the cache when the file's descriptor is open, and
+// through the cache when every read reopens (working set of 64 files,
+// limit 16).
+func BenchmarkFileCacheReadAt(b *testing.B) {
+	dir := b.TempDir()
+	mk := func(fs vfs.FS, n int) []vfs.File {
+		var out []vfs.File
+		for i := 0; i < n; i++ {
+			f, err := fs.OpenFile(filepath.Join(dir, fmt.Sprintf("%T-%d", fs, i)), os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.WriteAt(make([]byte, 4096), 0); err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, f)
+		}
+		return out
+	}
+	run := func(b *testing.B, files []vfs.File) {
+		p := make([]byte, CQEntrySize)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if _, err := files[i%len(files)].ReadAt(p, int64(i%200)*CQEntrySize); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("direct", func(b *testing.B) { run(b, mk(vfs.OS(), 1)) })
+	b.Run("cached", func(b *testing.B) { run(b, mk(newFileCache(vfs.OS(), 16), 1)) })
+	b.Run("reopening", func(b *testing.B) { run(b, mk(newFileCache(vfs.OS(), 16), 64)) })
+}
+
+// RaiseNofileLimit lifts a lowered soft descriptor limit to the hard one.
+func TestRaiseNofileLimit(t *testing.T) {
+	var orig syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &orig)
+	if orig.Max < 512 {
+		t.Skipf("hard RLIMIT_NOFILE %d", orig.Max)
+	}
+	low := syscall.Rlimit{Cur: 256, Max: orig.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	soft, hard, err := RaiseNofileLimit()
+	if err != nil || soft != orig.Max || hard != orig.Max {
+		t.Fatalf("RaiseNofileLimit: soft %d hard %d err %v, want both %d", soft, hard, err, orig.Max)
+	}
+	if s, h, _ := NofileLimit(); s != orig.Max || h != orig.Max {
+		t.Fatalf("limit after raising: soft %d hard %d", s, h)
+	}
+	if got := cqFileLimit(256); got != 64 {
+		t.Fatalf("consume-queue descriptor limit for 256: %d", got)
+	}
+	if got := cqFileLimit(1 << 20); got != cqFileLimitMax {
+		t.Fatalf("consume-queue descriptor limit for 2^20: %d", got)
+	}
+}
