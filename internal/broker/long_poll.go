@@ -20,6 +20,10 @@ type heldPull struct {
 	req  *remoting.Command
 	h    *pullHeader
 	done atomic.Bool // set by whoever answers it
+	// timeout answers the pull when its suspend time passes; set and
+	// stopped under longPollService.mu, so an answered pull is not kept
+	// reachable by its timer until then.
+	timeout *time.Timer
 }
 
 // longPollService holds pulls that found no message. A held pull is run
@@ -52,9 +56,9 @@ func (s *longPollService) suspend(p *heldPull, timeout time.Duration) {
 		s.resume(p)
 		return
 	}
+	p.timeout = time.AfterFunc(timeout, func() { s.resume(p) })
 	s.table[key] = append(s.table[key], p)
 	s.mu.Unlock()
-	time.AfterFunc(timeout, func() { s.resume(p) })
 	// A message dispatched between the read and the registration above
 	// would not wake p: look once more.
 	if s.b.store.MaxOffsetInQueue(p.h.topic, p.h.queueID) > p.h.queueOffset {
@@ -123,6 +127,9 @@ func (s *longPollService) resume(p *heldPull) {
 func (s *longPollService) remove(p *heldPull) {
 	key := pullKey(p.h.topic, p.h.queueID)
 	s.mu.Lock()
+	if p.timeout != nil {
+		p.timeout.Stop()
+	}
 	list := s.table[key]
 	for i, q := range list {
 		if q == p {

@@ -316,11 +316,13 @@ const storeDispatchWait = 30 * time.Second
 func waitStoreDispatch(st store.MessageStore, quit <-chan struct{}) bool {
 	target := st.MaxPhyOffset()
 	deadline := time.Now().Add(storeDispatchWait)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for st.MaxPhyOffset()-st.DispatchBehindBytes() < target && time.Now().Before(deadline) {
 		select {
 		case <-quit:
 			return false
-		case <-time.After(10 * time.Millisecond):
+		case <-tick.C:
 		}
 	}
 	return true

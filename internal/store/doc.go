@@ -88,7 +88,9 @@
 // is recorded (Stats.PutLockHold). ASYNC_FLUSH answers at once; SYNC_FLUSH
 // registers a completion that the flusher (one msync/fdatasync for every
 // waiting put) or the timeout reaper (FLUSH_DISK_TIMEOUT after
-// syncFlushTimeout, never OK) answers. A failed sync turns the store
+// syncFlushTimeout, never OK) answers. The waiting puts are a plain
+// structure (syncWaiters: add, covered, expired); the reaper keeps one
+// timer for the earliest deadline, none per put. A failed sync turns the store
 // read-only until restart and is never retried.
 //
 // # Write paths

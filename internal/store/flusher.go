@@ -7,35 +7,17 @@ import (
 	"time"
 )
 
-// syncWaiter is a SYNC_FLUSH put waiting for the flush that covers it.
-type syncWaiter struct {
-	end      int64
-	deadline time.Time
-	res      PutResult
-	done     func(PutResult)
-	state    atomic.Int32 // 0 waiting, 1 completed
-}
-
-func (w *syncWaiter) complete(status PutStatus, remark string) {
-	if !w.state.CompareAndSwap(0, 1) {
-		return
-	}
-	r := w.res
-	if status != PutOK {
-		r.Status, r.Remark = status, remark
-	}
-	w.done(r)
-}
-
 // flusher makes the CommitLog durable: on a timer (ASYNC_FLUSH) or as a
 // group commit for the waiting SYNC_FLUSH puts, from one goroutine. A
 // second goroutine answers waiters whose syncFlushTimeout passed while a
-// flush is still running. No flush ever runs under the put lock.
+// flush is still running, with one timer for the earliest deadline. The
+// waiters themselves are a plain syncWaiters under wmu. No flush ever runs
+// under the put lock.
 type flusher struct {
 	c *CommitLog
 
 	wmu     sync.Mutex
-	waiters []*syncWaiter
+	waiters syncWaiters
 
 	kickCh   chan struct{}
 	reaperCh chan struct{}
@@ -72,7 +54,7 @@ func (f *flusher) stop() {
 			f.fail(err)
 		}
 	}
-	f.completeCovered()
+	f.completeCovered(nil)
 	f.failAll(ServiceNotAvailable, "store shut down before the flush covered the message")
 }
 
@@ -85,14 +67,13 @@ func (f *flusher) wait(end int64, res PutResult, done func(PutResult)) {
 		return
 	}
 	f.wmu.Lock()
-	f.waiters = append(f.waiters, w)
-	first := len(f.waiters) == 1
+	earliest := f.waiters.add(w)
 	f.wmu.Unlock()
 	if f.failed.Load() { // raced with a failure that drained the list
 		f.failAll(ServiceNotAvailable, f.c.st.readOnlyRemark())
 	}
 	f.kick()
-	if first {
+	if earliest {
 		select {
 		case f.reaperCh <- struct{}{}:
 		default:
@@ -103,22 +84,23 @@ func (f *flusher) wait(end int64, res PutResult, done func(PutResult)) {
 func (f *flusher) run() {
 	defer f.wg.Done()
 	sync := f.c.cfg.FlushDiskType == SyncFlush
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	var done []*syncWaiter // reused: one completion batch per flush
 	for {
 		changed := f.c.st.liveChanged()
 		interval := time.Duration(max(f.c.st.live().FlushIntervalCommitLog, 1)) * time.Millisecond
 		if sync {
 			interval = 10 * time.Millisecond // also flush what ASYNC-style (WAIT=false) puts left
 		}
-		t := time.NewTimer(interval)
+		t.Reset(interval)
 		select {
 		case <-f.stopCh:
-			t.Stop()
 			return
 		case <-f.kickCh:
 		case <-changed: // the flush keys may have changed
 		case <-t.C:
 		}
-		t.Stop()
 		if f.failed.Load() {
 			continue
 		}
@@ -137,14 +119,14 @@ func (f *flusher) run() {
 			f.fail(err)
 			continue
 		}
-		f.completeCovered()
+		done = f.completeCovered(done)
 	}
 }
 
 func (f *flusher) hasWaiters() bool {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
-	return len(f.waiters) > 0
+	return f.waiters.len() > 0
 }
 
 // flushTo syncs the files holding [flushedWhere, target).
@@ -182,30 +164,23 @@ func (f *flusher) fail(err error) {
 	f.failAll(ServiceNotAvailable, f.c.st.readOnlyRemark())
 }
 
-func (f *flusher) completeCovered() {
+// completeCovered answers PutOK to the waiters the flushed offset covers;
+// buf is scratch space, returned emptied for the next call.
+func (f *flusher) completeCovered(buf []*syncWaiter) []*syncWaiter {
 	flushed := f.c.flushedWhere.Load()
 	f.wmu.Lock()
-	var done []*syncWaiter
-	keep := f.waiters[:0]
-	for _, w := range f.waiters {
-		if w.end <= flushed {
-			done = append(done, w)
-		} else {
-			keep = append(keep, w)
-		}
-	}
-	clear(f.waiters[len(keep):])
-	f.waiters = keep
+	done := f.waiters.covered(flushed, buf[:0])
 	f.wmu.Unlock()
 	for _, w := range done {
 		w.complete(PutOK, "")
 	}
+	clear(done)
+	return done[:0]
 }
 
 func (f *flusher) failAll(status PutStatus, remark string) {
 	f.wmu.Lock()
-	ws := f.waiters
-	f.waiters = nil
+	ws := f.waiters.drain(nil)
 	f.wmu.Unlock()
 	for _, w := range ws {
 		w.complete(status, remark)
@@ -213,43 +188,35 @@ func (f *flusher) failAll(status PutStatus, remark string) {
 }
 
 // reap answers FLUSH_DISK_TIMEOUT to waiters past their deadline, while
-// the flusher may be stuck in a slow fsync.
+// the flusher may be stuck in a slow fsync. One timer, re-armed for the
+// earliest deadline left; wait signals reaperCh when a waiter's deadline
+// comes before it.
 func (f *flusher) reap() {
 	defer f.wg.Done()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
+	var expired []*syncWaiter // reused
 	for {
 		f.wmu.Lock()
 		var next time.Time
-		now := time.Now()
-		var expired []*syncWaiter
-		keep := f.waiters[:0]
-		for _, w := range f.waiters {
-			if !now.Before(w.deadline) {
-				expired = append(expired, w)
-				continue
-			}
-			keep = append(keep, w)
-			if next.IsZero() || w.deadline.Before(next) {
-				next = w.deadline
-			}
-		}
-		clear(f.waiters[len(keep):])
-		f.waiters = keep
+		expired, next = f.waiters.expired(time.Now(), expired[:0])
 		f.wmu.Unlock()
 		for _, w := range expired {
 			f.c.st.stats.flushTimeouts.Add(1)
 			w.complete(FlushDiskTimeout, fmt.Sprintf("flush did not cover the message within syncFlushTimeout=%dms", f.c.st.live().SyncFlushTimeout))
 		}
-		var tc <-chan time.Time
-		if !next.IsZero() {
-			t := time.NewTimer(time.Until(next))
-			tc = t.C
-			defer t.Stop()
+		clear(expired)
+		if next.IsZero() {
+			t.Stop()
+		} else {
+			t.Reset(time.Until(next))
 		}
 		select {
 		case <-f.stopCh:
 			return
 		case <-f.reaperCh:
-		case <-tc:
+		case <-t.C:
 		}
 	}
 }

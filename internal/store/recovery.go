@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
@@ -389,20 +390,85 @@ func overwriteBlank(mf *MappedFile, pos int64) error {
 	return mf.f.Datasync()
 }
 
-// cutAt truncates the CommitLog at end.
+// cutAt truncates the CommitLog at end. After a crash (zero) the bytes cut
+// are zeroed and counted in truncatedBytes: from end to the last non-zero
+// byte past it, so the zeros of a prepared file are not counted as lost
+// data. A clean shutdown leaves only zeros past the end: only the
+// positions move and nothing is counted.
 func (st *DefaultMessageStore) cutAt(end int64, zero bool) (int64, error) {
 	c := st.commitLog
-	last := c.mfq.last()
-	if last != nil {
-		st.stats.truncatedBytes.Add(max(0, last.from+last.size-end))
-	}
 	if !zero {
-		// Clean shutdown: the bytes past the end are the zeros the file was
-		// allocated with. Only the positions move.
 		return end, c.mfq.truncateNoZero(end)
 	}
-	if err := c.mfq.truncateFrom(end); err != nil {
+	var cut *MappedFile
+	var cutTo int64 // end of the data past end
+	for _, mf := range c.mfq.snapshot() {
+		if mf.from+mf.size <= end {
+			continue
+		}
+		from := max(end, mf.from) - mf.from
+		if mf.from > end && !st.holdsRecordStart(mf) {
+			continue // a prepared file nothing was written to
+		}
+		n, err := dataExtent(mf, from)
+		if err != nil {
+			return 0, err
+		}
+		if n > from {
+			cutTo = mf.from + n
+		}
+		if mf.from <= end {
+			cut = mf
+		}
+	}
+	if cutTo > end {
+		st.stats.truncatedBytes.Add(cutTo - end)
+	}
+	// Later files go; in the file holding end, only [end, data end) can
+	// be non-zero.
+	if err := c.mfq.truncateNoZero(end); err != nil {
 		return 0, err
 	}
+	if cut != nil && cutTo > end {
+		if err := zeroRange(cut, end-cut.from, min(cutTo-cut.from, cut.size)); err != nil {
+			return 0, err
+		}
+	}
 	return end, nil
+}
+
+// holdsRecordStart reports whether the first bytes of mf are not zero:
+// records fill a file from position 0, so a file whose start is zero was
+// never written (a prepared file).
+func (st *DefaultMessageStore) holdsRecordStart(mf *MappedFile) bool {
+	var hdr [blankSize]byte
+	if _, err := mf.f.ReadAt(hdr[:], 0); err != nil {
+		return true // let dataExtent read it and report
+	}
+	return !allZero(hdr[:])
+}
+
+// dataExtent returns the position just past the last non-zero byte of mf
+// at or after from (from when there is none).
+func dataExtent(mf *MappedFile, from int64) (int64, error) {
+	const chunk = 256 << 10
+	buf := make([]byte, chunk)
+	zeros := make([]byte, chunk)
+	last := from
+	for off := from; off < mf.size; off += chunk {
+		n := min(chunk, mf.size-off)
+		if _, err := mf.f.ReadAt(buf[:n], off); err != nil {
+			return 0, fmt.Errorf("store: read %s at %d: %w", mf.path, off, err)
+		}
+		if bytes.Equal(buf[:n], zeros[:n]) {
+			continue
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != 0 {
+				last = off + i + 1
+				break
+			}
+		}
+	}
+	return last, nil
 }
