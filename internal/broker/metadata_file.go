@@ -26,6 +26,9 @@ type metadataFile struct {
 
 	writeMu sync.Mutex // serializes writers of the file
 	started bool
+
+	genMu sync.Mutex
+	gen   chan struct{} // closed when the next write to take a snapshot ends
 }
 
 func newMetadataFile(path string, snapshot func() ([]byte, error), logger *slog.Logger) *metadataFile {
@@ -57,6 +60,20 @@ func (f *metadataFile) markDirty() {
 	case f.dirty <- struct{}{}:
 	default:
 	}
+}
+
+// dirtyWait marks the file dirty and returns a channel closed when a write
+// whose snapshot was taken after the call has ended (successfully or with
+// its error logged), so everything changed before the call is on disk.
+func (f *metadataFile) dirtyWait() <-chan struct{} {
+	f.genMu.Lock()
+	if f.gen == nil {
+		f.gen = make(chan struct{})
+	}
+	ch := f.gen
+	f.genMu.Unlock()
+	f.markDirty()
+	return ch
 }
 
 func (f *metadataFile) start() {
@@ -95,6 +112,13 @@ func (f *metadataFile) close() error {
 func (f *metadataFile) flush() error {
 	f.writeMu.Lock()
 	defer f.writeMu.Unlock()
+	f.genMu.Lock()
+	gen := f.gen
+	f.gen = nil
+	f.genMu.Unlock()
+	if gen != nil {
+		defer close(gen)
+	}
 	data, err := f.snapshot()
 	if err != nil {
 		return fmt.Errorf("%w: encode %s: %w", ErrMetadata, f.path, err)

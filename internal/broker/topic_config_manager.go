@@ -22,22 +22,26 @@ type topicConfigFile struct {
 // TopicConfigManager owns the topic table: the system topics created at
 // start-up, topics created by admin calls, by auto-create on send and by
 // consumers' retry and dead-letter topics. It persists the table to
-// config/topics.json in the background and calls onChange after every
-// change so the broker re-registers with its name servers.
+// config/topics.json in the background (one write for the changes made
+// while the previous write ran) and calls onChange after every change so
+// the broker registers it with its name servers.
 type TopicConfigManager struct {
 	mu      sync.RWMutex
 	table   map[string]*TopicConfig // values are never mutated in place
 	version *versionStamp
 	file    *metadataFile
 
-	onChange func()
+	// onChange is called, without locks held, with the created or
+	// updated topic (or nil and the deleted topic's name) and the data
+	// version the change made.
+	onChange func(tc *TopicConfig, deleted string, v DataVersion)
 }
 
 func newTopicConfigManager(cfg *Config, configDir string, logger *slog.Logger) *TopicConfigManager {
 	m := &TopicConfigManager{
 		table:    make(map[string]*TopicConfig),
 		version:  newVersionStamp(),
-		onChange: func() {},
+		onChange: func(*TopicConfig, string, DataVersion) {},
 	}
 	m.file = newMetadataFile(filepath.Join(configDir, "topics.json"), m.encode, logger)
 	m.createSystemTopics(cfg)
@@ -162,8 +166,9 @@ func (m *TopicConfigManager) Put(tc *TopicConfig) bool {
 	}
 	m.table[tc.TopicName] = tc
 	m.version.next()
+	v := m.version.get()
 	m.mu.Unlock()
-	m.changed()
+	m.changed(tc, "", v)
 	return true
 }
 
@@ -171,20 +176,22 @@ func (m *TopicConfigManager) Put(tc *TopicConfig) bool {
 func (m *TopicConfigManager) Delete(topic string) bool {
 	m.mu.Lock()
 	_, ok := m.table[topic]
+	var v DataVersion
 	if ok {
 		delete(m.table, topic)
 		m.version.next()
+		v = m.version.get()
 	}
 	m.mu.Unlock()
 	if ok {
-		m.changed()
+		m.changed(nil, topic, v)
 	}
 	return ok
 }
 
-func (m *TopicConfigManager) changed() {
+func (m *TopicConfigManager) changed(tc *TopicConfig, deleted string, v DataVersion) {
 	m.file.markDirty()
-	m.onChange()
+	m.onChange(tc, deleted, v)
 }
 
 // CreateInSendMessage auto-creates topic from defaultTopic when the latter
@@ -216,8 +223,9 @@ func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, cli
 	tc.TopicFilterType = def.TopicFilterType
 	m.table[topic] = tc
 	m.version.next()
+	v := m.version.get()
 	m.mu.Unlock()
-	m.changed()
+	m.changed(tc, "", v)
 	return tc, true
 }
 
@@ -232,7 +240,8 @@ func (m *TopicConfigManager) CreateInSendBack(topic string, queueNums, perm, top
 	tc.TopicSysFlag = topicSysFlag
 	m.table[topic] = tc
 	m.version.next()
+	v := m.version.get()
 	m.mu.Unlock()
-	m.changed()
+	m.changed(tc, "", v)
 	return tc, true
 }

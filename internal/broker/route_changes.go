@@ -1,0 +1,204 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// routeBatch is a set of topic changes registered together.
+type routeBatch struct {
+	seq     uint64                  // batches are registered in seq order
+	topics  map[string]*TopicConfig // created or updated topics
+	names   []string                // every topic of the batch, deleted ones too
+	full    bool                    // a topic was deleted: register the whole table
+	version DataVersion             // the newest change's data version
+	done    chan struct{}           // closed once registered and written to topics.json
+}
+
+// topicChanges collects the topic table's changes for the registrar's
+// change worker, which registers one batch at a time: changes made while a
+// batch is on its way form the next one, so a burst of creations costs a
+// few registrations, not one each. It also holds the answers of requests
+// that must wait for a batch.
+type topicChanges struct {
+	mu      sync.Mutex
+	open    *routeBatch // collecting; taken by the worker
+	seq     uint64
+	pending map[string]*routeBatch // topic -> the newest batch carrying it, until done
+	npend   atomic.Int32           // len(pending), read without the lock on the send path
+	work    chan struct{}
+
+	holds  sync.Map // *remoting.Command -> *routeBatch
+	nholds atomic.Int64
+}
+
+// topicChanged records a change of the topic table: tc created or updated,
+// or deleted named (tc nil); v is the table's data version right after it.
+func (r *registrar) topicChanged(tc *TopicConfig, deleted string, v DataVersion) {
+	ch := &r.changes
+	ch.mu.Lock()
+	b := ch.open
+	if b == nil {
+		ch.seq++
+		b = &routeBatch{seq: ch.seq, topics: map[string]*TopicConfig{}, done: make(chan struct{}), version: v}
+		ch.open = b
+	}
+	name := deleted
+	if tc != nil {
+		name = tc.TopicName
+		b.topics[name] = tc
+	} else {
+		delete(b.topics, deleted)
+		b.full = true
+	}
+	b.names = append(b.names, name)
+	if v.Counter > b.version.Counter {
+		b.version = v
+	}
+	ch.pending[name] = b
+	ch.npend.Store(int32(len(ch.pending)))
+	ch.mu.Unlock()
+	select {
+	case ch.work <- struct{}{}:
+	default:
+	}
+}
+
+// pendingBatch returns the batch still registering topic, or nil.
+func (ch *topicChanges) pendingBatch(topic string) *routeBatch {
+	if ch.npend.Load() == 0 {
+		return nil
+	}
+	ch.mu.Lock()
+	b := ch.pending[topic]
+	ch.mu.Unlock()
+	return b
+}
+
+// take returns the open batch and starts a new one.
+func (ch *topicChanges) take() *routeBatch {
+	ch.mu.Lock()
+	b := ch.open
+	ch.open = nil
+	ch.mu.Unlock()
+	return b
+}
+
+// finish releases b's waiters.
+func (ch *topicChanges) finish(b *routeBatch) {
+	ch.mu.Lock()
+	for _, n := range b.names {
+		if ch.pending[n] == b {
+			delete(ch.pending, n)
+		}
+	}
+	ch.npend.Store(int32(len(ch.pending)))
+	ch.mu.Unlock()
+	close(b.done)
+}
+
+// runTopicChanges registers the batches of topic changes until the broker
+// stops; the batches left then are released unregistered (the shutdown
+// unregisters the broker anyway).
+func (r *registrar) runTopicChanges() {
+	for {
+		select {
+		case <-r.b.stop:
+			if b := r.changes.take(); b != nil {
+				r.changes.finish(b)
+			}
+			return
+		case <-r.changes.work:
+		}
+		if b := r.changes.take(); b != nil {
+			r.applyBatch(b)
+		}
+	}
+}
+
+// applyBatch registers b with every name server (bounded by
+// registerBrokerTimeoutMills; a name server that fails or does not answer
+// in time is logged) and waits until topics.json holds its changes, then
+// releases the requests waiting for it.
+func (r *registrar) applyBatch(b *routeBatch) {
+	// The changes marked topics.json dirty already; this waits for the
+	// write that starts after now, which holds them.
+	written := r.b.topics.file.dirtyWait()
+	ctx, cancel := context.WithTimeout(r.base, r.timeout())
+	var err error
+	if b.full {
+		err = r.registerAll(ctx)
+	} else {
+		err = r.registerTopics(ctx, b.topics, b.version)
+	}
+	cancel()
+	if err != nil {
+		r.b.logger.Warn("register topic changes", "topics", len(b.names), "err", err)
+	}
+	select {
+	case <-written:
+	case <-r.b.stop:
+	}
+	r.changes.finish(b)
+}
+
+// holdRoute makes req's answer wait for the registration of topic when a
+// change of that topic is still on its way to the name servers (it was
+// created by this request or a moment before), so a client that gets the
+// answer finds the topic's route. Call it before the answer is sent.
+func (b *Broker) holdRoute(req *remoting.Command, topic string) {
+	ch := &b.registrar.changes
+	batch := ch.pendingBatch(topic)
+	if batch == nil {
+		return
+	}
+	// Batches finish in seq order, so the newest one a request waits
+	// for is the last to finish: keep that. Only the request's own
+	// handler holds it, so there is no race on the entry.
+	if prev, loaded := ch.holds.Load(req); loaded {
+		if prev.(*routeBatch).seq < batch.seq {
+			ch.holds.Store(req, batch)
+		}
+		return
+	}
+	ch.holds.Store(req, batch)
+	ch.nholds.Add(1)
+}
+
+// takeHold removes and returns the batch req waits for, or nil.
+func (ch *topicChanges) takeHold(req *remoting.Command) *routeBatch {
+	if ch.nholds.Load() == 0 {
+		return nil
+	}
+	v, ok := ch.holds.LoadAndDelete(req)
+	if !ok {
+		return nil
+	}
+	ch.nholds.Add(-1)
+	return v.(*routeBatch)
+}
+
+// answerWhenRouted sends resp once the batch req waits for is registered,
+// from a goroutine of its own (no worker waits), and reports whether it
+// took the answer over; the in-flight count is released when it is sent.
+func (b *Broker) answerWhenRouted(c *transport.Conn, req, resp *remoting.Command) bool {
+	batch := b.registrar.changes.takeHold(req)
+	if batch == nil {
+		return false
+	}
+	select {
+	case <-batch.done:
+		return false
+	default:
+	}
+	go func() {
+		<-batch.done
+		c.Reply(req, resp)
+		b.inflight.done()
+	}()
+	return true
+}
