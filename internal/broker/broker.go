@@ -352,6 +352,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := b.topics.journal.close(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := b.store.Shutdown(); err != nil {
 		errs = append(errs, fmt.Errorf("store shutdown: %w", err))
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // metadataFile writes one small JSON file (topics.json, subscriptionGroup.json,
@@ -18,7 +19,12 @@ import (
 type metadataFile struct {
 	path     string
 	snapshot func() ([]byte, error)
-	logger   *slog.Logger
+	written  func() // after each successful write, under writeMu (optional)
+	// pause is the least time between two background writes (0: none),
+	// for a file whose changes are durable elsewhere first (topics.json,
+	// whose changes the topic journal holds).
+	pause  time.Duration
+	logger *slog.Logger
 
 	dirty chan struct{}
 	stop  chan struct{}
@@ -91,6 +97,15 @@ func (f *metadataFile) run() {
 			if err := f.flush(); err != nil {
 				f.logger.Error("persist metadata", "file", f.path, "err", err)
 			}
+			if f.pause > 0 {
+				t := time.NewTimer(f.pause)
+				select {
+				case <-f.stop:
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 		}
 	}
 }
@@ -125,6 +140,9 @@ func (f *metadataFile) flush() error {
 	}
 	if err := writeFileAtomic(f.path, data); err != nil {
 		return fmt.Errorf("%w: %w", ErrMetadata, err)
+	}
+	if f.written != nil {
+		f.written()
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ type routeBatch struct {
 	seq     uint64                  // batches are registered in seq order
 	topics  map[string]*TopicConfig // created or updated topics
 	names   []string                // every topic of the batch, deleted ones too
+	changes []topicChange           // for the topic journal
 	full    bool                    // a topic was deleted: register the whole table
 	version DataVersion             // the newest change's data version
 	done    chan struct{}           // closed once registered and written to topics.json
@@ -56,6 +57,7 @@ func (r *registrar) topicChanged(tc *TopicConfig, deleted string, v DataVersion)
 		b.full = true
 	}
 	b.names = append(b.names, name)
+	b.changes = append(b.changes, topicChange{DataVersion: v, TopicConfig: tc, Deleted: deleted})
 	if v.Counter > b.version.Counter {
 		b.version = v
 	}
@@ -120,14 +122,17 @@ func (r *registrar) runTopicChanges() {
 	}
 }
 
-// applyBatch registers b with every name server (bounded by
-// registerBrokerTimeoutMills; a name server that fails or does not answer
-// in time is logged) and waits until topics.json holds its changes, then
-// releases the requests waiting for it.
+// applyBatch makes b's changes durable in the topic journal, registers
+// them with every name server (bounded by registerBrokerTimeoutMills; a
+// name server that fails or does not answer in time is logged), then
+// releases the requests waiting for it. When the journal cannot be
+// written, the requests wait for the next write of topics.json instead.
 func (r *registrar) applyBatch(b *routeBatch) {
-	// The changes marked topics.json dirty already; this waits for the
-	// write that starts after now, which holds them.
-	written := r.b.topics.file.dirtyWait()
+	var written <-chan struct{}
+	if err := r.b.topics.journal.append(b.changes); err != nil {
+		r.b.logger.Error("append topic journal; waiting for topics.json instead", "err", err)
+		written = r.b.topics.file.dirtyWait()
+	}
 	ctx, cancel := context.WithTimeout(r.base, r.timeout())
 	var err error
 	if b.full {
@@ -139,9 +144,11 @@ func (r *registrar) applyBatch(b *routeBatch) {
 	if err != nil {
 		r.b.logger.Warn("register topic changes", "topics", len(b.names), "err", err)
 	}
-	select {
-	case <-written:
-	case <-r.b.stop:
+	if written != nil {
+		select {
+		case <-written:
+		case <-r.b.stop:
+		}
 	}
 	r.changes.finish(b)
 }

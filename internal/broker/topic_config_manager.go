@@ -7,11 +7,17 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 )
 
 // scheduleQueueNums is the number of SCHEDULE_TOPIC_XXXX queues: one per
 // delay level of the default level table.
 const scheduleQueueNums = 18
+
+// topicsFilePause is the least time between two background writes of
+// topics.json: a change is durable in the topic journal before it is
+// answered, so the whole table is rewritten at most this often.
+const topicsFilePause = time.Second
 
 // topicConfigFile is the JSON document of config/topics.json.
 type topicConfigFile struct {
@@ -30,6 +36,9 @@ type TopicConfigManager struct {
 	table   map[string]*TopicConfig // values are never mutated in place
 	version *versionStamp
 	file    *metadataFile
+	journal *topicJournal
+	logger  *slog.Logger
+	snapAt  int64 // data version counter of the snapshot being written (file's writeMu)
 
 	// onChange is called, without locks held, with the created or
 	// updated topic (or nil and the deleted topic's name) and the data
@@ -41,9 +50,17 @@ func newTopicConfigManager(cfg *Config, configDir string, logger *slog.Logger) *
 	m := &TopicConfigManager{
 		table:    make(map[string]*TopicConfig),
 		version:  newVersionStamp(),
+		journal:  newTopicJournal(filepath.Join(configDir, "topics.journal")),
+		logger:   logger,
 		onChange: func(*TopicConfig, string, DataVersion) {},
 	}
 	m.file = newMetadataFile(filepath.Join(configDir, "topics.json"), m.encode, logger)
+	m.file.pause = topicsFilePause
+	m.file.written = func() {
+		if err := m.journal.covered(m.snapAt); err != nil {
+			logger.Error("empty topic journal", "err", err)
+		}
+	}
 	m.createSystemTopics(cfg)
 	return m
 }
@@ -77,15 +94,18 @@ func (m *TopicConfigManager) createSystemTopics(cfg *Config) {
 	add(newTopicConfig(topicTransOpHalf, 1, 1, permRead|permWrite))
 }
 
-// load reads topics.json; its entries override the built-in ones.
+// load reads topics.json (its entries override the built-in ones) and
+// applies the journal's newer changes.
 func (m *TopicConfigManager) load() error {
 	b, err := m.file.load()
-	if err != nil || b == nil {
+	if err != nil {
 		return err
 	}
 	var doc topicConfigFile
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+	if b != nil {
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+		}
 	}
 	m.mu.Lock()
 	for name, tc := range doc.TopicConfigTable {
@@ -95,22 +115,50 @@ func (m *TopicConfigManager) load() error {
 		if tc.TopicName == "" {
 			tc.TopicName = name
 		}
-		if tc.Attributes == nil {
-			tc.Attributes = map[string]string{}
-		}
-		if tc.TopicFilterType == "" {
-			tc.TopicFilterType = filterSingleTag
-		}
-		m.table[name] = tc
+		m.table[name] = normalizeTopicConfig(tc)
 	}
 	m.mu.Unlock()
-	m.version.set(doc.DataVersion)
+	if b != nil {
+		m.version.set(doc.DataVersion)
+	}
+	changes, torn, err := m.journal.read(doc.DataVersion.Counter)
+	if err != nil {
+		return err
+	}
+	if torn > 0 {
+		m.logger.Warn("skipped torn lines of the topic journal (changes never acknowledged)", "file", m.journal.path, "lines", torn)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	for _, c := range changes {
+		if c.TopicConfig != nil {
+			m.table[c.TopicConfig.TopicName] = normalizeTopicConfig(c.TopicConfig)
+		} else {
+			delete(m.table, c.Deleted)
+		}
+	}
+	m.mu.Unlock()
+	m.version.set(changes[len(changes)-1].DataVersion)
+	m.file.markDirty() // topics.json takes them over at start
 	return nil
+}
+
+func normalizeTopicConfig(tc *TopicConfig) *TopicConfig {
+	if tc.Attributes == nil {
+		tc.Attributes = map[string]string{}
+	}
+	if tc.TopicFilterType == "" {
+		tc.TopicFilterType = filterSingleTag
+	}
+	return tc
 }
 
 func (m *TopicConfigManager) encode() ([]byte, error) {
 	m.mu.RLock()
 	doc := topicConfigFile{TopicConfigTable: make(map[string]*TopicConfig, len(m.table)), DataVersion: m.version.get()}
+	m.snapAt = doc.DataVersion.Counter
 	for k, v := range m.table {
 		doc.TopicConfigTable[k] = v
 	}
