@@ -35,6 +35,8 @@ type topicChanges struct {
 
 	holds  sync.Map // *remoting.Command -> *routeBatch
 	nholds atomic.Int64
+
+	failed atomic.Uint64 // batches some name server did not acknowledge
 }
 
 // topicChanged records a change of the topic table: tc created or updated,
@@ -142,6 +144,7 @@ func (r *registrar) applyBatch(b *routeBatch) {
 	}
 	cancel()
 	if err != nil {
+		r.changes.failed.Add(1)
 		r.b.logger.Warn("register topic changes", "topics", len(b.names), "err", err)
 	}
 	if written != nil {
