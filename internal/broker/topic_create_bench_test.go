@@ -117,3 +117,75 @@ func BenchmarkCreate10000Topics(b *testing.B) {
 		b.ReportMetric(time.Since(t0).Seconds(), "s-total")
 	}
 }
+
+// newUnstartedBroker builds a broker (not listening) whose topic table
+// holds n extra topics.
+func newUnstartedBroker(tb testing.TB, n int, local LocalNamesrv) *Broker {
+	tb.Helper()
+	dir := tb.TempDir()
+	br, err := New(testConfig(), Options{StoreConfig: testStoreConfig(dir), Logger: benchLogger(), LocalNamesrv: local})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { br.Shutdown(context.Background()) })
+	br.addr = "127.0.0.1:10911"
+	br.topics.mu.Lock()
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("Topic%06d", i)
+		br.topics.table[name] = newTopicConfig(name, 8, 8, permRead|permWrite)
+	}
+	br.topics.mu.Unlock()
+	return br
+}
+
+// The whole-table registration of 100,000 topics fits the name server's
+// frame limit, and the name server reads every topic back.
+func TestFullRegistrationOf100000TopicsFitsFrame(t *testing.T) {
+	br := newUnstartedBroker(t, 100000, nil)
+	table, version := br.topics.Snapshot()
+	body := br.registrar.registerBody(table, version, br.config().CompressedRegister)
+	frame, err := remoting.Encode(br.registrar.registerRequest(body, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frame) >= remoting.MaxFrameSize {
+		t.Fatalf("registration of %d topics is a %d-byte frame; the limit is %d", len(table), len(frame), remoting.MaxFrameSize)
+	}
+	got, err := namesrv.DecodeRegisterBrokerBody(body, true, remoting.CurrentVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.TopicConfigSerializeWrapper.TopicConfigTable); n != len(table) {
+		t.Fatalf("the name server read %d topics of %d", n, len(table))
+	}
+	plain := br.registrar.registerBody(table, version, false)
+	t.Logf("%d topics: compressed frame %d bytes, plain JSON body %d bytes", len(table), len(frame), len(plain))
+}
+
+// BenchmarkPeriodicRegistration measures one whole-table registration
+// (encode, and the in-process name server's decode and apply) at 10,000
+// and 100,000 topics; body-bytes is what each name server receives.
+func BenchmarkPeriodicRegistration(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			nsCfg := namesrv.DefaultConfig()
+			nsCfg.KVConfigPath = ""
+			ns, err := namesrv.New(nsCfg, benchLogger())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { ns.Shutdown() })
+			br := newUnstartedBroker(b, n, ns)
+			table, version := br.topics.Snapshot()
+			size := len(br.registrar.registerBody(table, version, true))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				br.topics.version.next() // a changed version makes the name server apply every topic
+				if err := br.registrar.registerAll(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(size), "body-bytes")
+		})
+	}
+}
