@@ -33,7 +33,10 @@ type topicChanges struct {
 	npend   atomic.Int32           // len(pending), read without the lock on the send path
 	work    chan struct{}
 
-	holds  sync.Map // *remoting.Command -> *routeBatch
+	// holds is a plain map, not a sync.Map: a sync.Map keeps deleted
+	// keys (here every held request, header and all) until it rebuilds.
+	hmu    sync.Mutex
+	holds  map[*remoting.Command]*routeBatch
 	nholds atomic.Int64
 
 	failed atomic.Uint64 // batches some name server did not acknowledge
@@ -167,15 +170,19 @@ func (b *Broker) holdRoute(req *remoting.Command, topic string) {
 		return
 	}
 	// Batches finish in seq order, so the newest one a request waits
-	// for is the last to finish: keep that. Only the request's own
-	// handler holds it, so there is no race on the entry.
-	if prev, loaded := ch.holds.Load(req); loaded {
-		if prev.(*routeBatch).seq < batch.seq {
-			ch.holds.Store(req, batch)
+	// for is the last to finish: keep that.
+	ch.hmu.Lock()
+	defer ch.hmu.Unlock()
+	if prev, ok := ch.holds[req]; ok {
+		if prev.seq < batch.seq {
+			ch.holds[req] = batch
 		}
 		return
 	}
-	ch.holds.Store(req, batch)
+	if ch.holds == nil {
+		ch.holds = make(map[*remoting.Command]*routeBatch)
+	}
+	ch.holds[req] = batch
 	ch.nholds.Add(1)
 }
 
@@ -184,12 +191,15 @@ func (ch *topicChanges) takeHold(req *remoting.Command) *routeBatch {
 	if ch.nholds.Load() == 0 {
 		return nil
 	}
-	v, ok := ch.holds.LoadAndDelete(req)
+	ch.hmu.Lock()
+	defer ch.hmu.Unlock()
+	b, ok := ch.holds[req]
 	if !ok {
 		return nil
 	}
+	delete(ch.holds, req)
 	ch.nholds.Add(-1)
-	return v.(*routeBatch)
+	return b
 }
 
 // answerWhenRouted sends resp once the batch req waits for is registered,

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,7 +40,8 @@ type TopicConfigManager struct {
 	file    *metadataFile
 	journal *topicJournal
 	logger  *slog.Logger
-	snapAt  int64 // data version counter of the snapshot being written (file's writeMu)
+	snapAt  int64        // data version counter of the snapshot being written (file's writeMu)
+	burst   atomic.Int64 // changes since memory was last returned to the OS
 
 	// onChange is called, without locks held, with the created or
 	// updated topic (or nil and the deleted topic's name) and the data
@@ -60,6 +63,7 @@ func newTopicConfigManager(cfg *Config, configDir string, logger *slog.Logger) *
 		if err := m.journal.covered(m.snapAt); err != nil {
 			logger.Error("empty topic journal", "err", err)
 		}
+		m.afterBurst()
 	}
 	m.createSystemTopics(cfg)
 	return m
@@ -237,7 +241,25 @@ func (m *TopicConfigManager) Delete(topic string) bool {
 	return ok
 }
 
+// burstReleaseChanges is how many topic changes make a burst after which
+// the heap's free memory is returned to the OS.
+const burstReleaseChanges = 1000
+
+// afterBurst returns the heap's free memory to the OS once a burst of at
+// least burstReleaseChanges changes is over (topics.json, just written,
+// holds the newest change): the garbage of the burst (request headers,
+// registration and topics.json encodings) would otherwise stay resident
+// long after, as the Go runtime gives memory back only slowly.
+func (m *TopicConfigManager) afterBurst() {
+	if m.burst.Load() < burstReleaseChanges || m.version.get().Counter != m.snapAt {
+		return
+	}
+	m.burst.Store(0)
+	debug.FreeOSMemory()
+}
+
 func (m *TopicConfigManager) changed(tc *TopicConfig, deleted string, v DataVersion) {
+	m.burst.Add(1)
 	m.file.markDirty()
 	m.onChange(tc, deleted, v)
 }
