@@ -13,11 +13,12 @@ import (
 type routeBatch struct {
 	seq     uint64                  // batches are registered in seq order
 	topics  map[string]*TopicConfig // created or updated topics
+	at      map[string]int64        // data version counter of each topic's change
 	names   []string                // every topic of the batch, deleted ones too
 	changes []topicChange           // for the topic journal
 	full    bool                    // a topic was deleted: register the whole table
 	version DataVersion             // the newest change's data version
-	done    chan struct{}           // closed once registered and written to topics.json
+	done    chan struct{}           // closed once journaled and registered (or given up)
 }
 
 // topicChanges collects the topic table's changes for the registrar's
@@ -50,15 +51,24 @@ func (r *registrar) topicChanged(tc *TopicConfig, deleted string, v DataVersion)
 	b := ch.open
 	if b == nil {
 		ch.seq++
-		b = &routeBatch{seq: ch.seq, topics: map[string]*TopicConfig{}, done: make(chan struct{}), version: v}
+		b = &routeBatch{seq: ch.seq, topics: map[string]*TopicConfig{}, at: map[string]int64{},
+			done: make(chan struct{}), version: v}
 		ch.open = b
 	}
 	name := deleted
 	if tc != nil {
 		name = tc.TopicName
-		b.topics[name] = tc
-	} else {
-		delete(b.topics, deleted)
+	}
+	// Two changes of one topic may come in out of order: the newer wins.
+	if at, ok := b.at[name]; !ok || v.Counter > at {
+		b.at[name] = v.Counter
+		if tc != nil {
+			b.topics[name] = tc
+		} else {
+			delete(b.topics, name)
+		}
+	}
+	if tc == nil {
 		b.full = true
 	}
 	b.names = append(b.names, name)
