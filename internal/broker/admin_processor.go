@@ -9,9 +9,9 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// handleUpdateAndCreateTopic creates or updates a topic, persists it and
-// registers it with the name servers before answering, so the route exists
-// when the admin call returns.
+// handleUpdateAndCreateTopic creates or updates a topic; the answer waits
+// until the topic is registered with the name servers and written to
+// topics.json (see holdRoute), so the route exists when the call returns.
 func (b *Broker) handleUpdateAndCreateTopic(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := newExtReader(req)
 	topic := r.str("topic", true)
@@ -60,7 +60,7 @@ func (b *Broker) handleUpdateAndCreateTopic(c *transport.Conn, req *remoting.Com
 		tc.Attributes = a
 	}
 	b.topics.Put(tc)
-	b.registrar.round()
+	b.holdRoute(req, topic)
 	return response(req, remoting.Success, "")
 }
 
@@ -102,7 +102,7 @@ func (b *Broker) handleDeleteTopic(c *transport.Conn, req *remoting.Command) *re
 	b.topics.Delete(topic)
 	b.offsets.RemoveTopic(topic)
 	b.store.DeleteTopics([]string{topic})
-	b.registrar.round()
+	b.holdRoute(req, topic) // the whole table is registered again
 	return response(req, remoting.Success, "")
 }
 

@@ -158,7 +158,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b.consumers.onChange = b.notifyConsumerIdsChanged
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
-	b.topics.onChange = b.registrar.trigger
+	b.topics.onChange = b.registrar.topicChanged
 	b.schedule = newScheduleService(b, filepath.Join(configDir, "delayOffset.json"))
 	if err := b.schedule.load(); err != nil {
 		return nil, err
@@ -290,6 +290,7 @@ func (b *Broker) Start() error {
 	b.background(b.longPoll.run)
 	b.registrar.round()
 	b.background(b.registrar.run)
+	b.background(b.registrar.runTopicChanges)
 	b.schedule.start()
 	b.txCheck.start()
 	b.logger.Info("broker started", "addr", b.addr, "vip", b.vipAddr, "name", cfg.BrokerName,
@@ -371,6 +372,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := f.close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := b.topics.journal.close(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := b.store.Shutdown(); err != nil {
 		errs = append(errs, fmt.Errorf("store shutdown: %w", err))

@@ -93,6 +93,11 @@ type Config struct {
 
 	RegisterNameServerPeriod   int64 `prop:"registerNameServerPeriod" live:"true"`
 	RegisterBrokerTimeoutMills int64 `prop:"registerBrokerTimeoutMills" live:"true"`
+	// CompressedRegister sends the whole-table registrations in the
+	// compressed form. RocketMQ's default is false; Spool's is true, so a
+	// table of 100,000 topics stays far below the 16 MiB frame limit.
+	// Incremental registrations (one topic) are always plain JSON.
+	CompressedRegister bool `prop:"compressedRegister" live:"true"`
 
 	LongPollingEnable              bool  `prop:"longPollingEnable" live:"true"`
 	ShortPollingTimeMills          int64 `prop:"shortPollingTimeMills" live:"true"`
@@ -186,6 +191,7 @@ func DefaultConfig() Config {
 
 		RegisterNameServerPeriod:   30000,
 		RegisterBrokerTimeoutMills: 24000,
+		CompressedRegister:         true,
 
 		LongPollingEnable:              true,
 		ShortPollingTimeMills:          1000,

@@ -9,8 +9,11 @@
 // It owns the broker's config/ directory and talks to storage only through
 // store.MessageStore. It must never: block a worker on a flush (sends are
 // answered from the store's completion) or on a held pull (held pulls are
-// re-run on their own goroutine); write metadata files on a request path
-// (a background writer replaces them atomically); touch mapped files; or
+// re-run on their own goroutine) or on a name server (a request that
+// created a topic is answered from a goroutine once its registration is
+// acknowledged); write metadata files on a request path (a background
+// writer replaces them atomically; the topic journal is appended by the
+// registration worker); touch mapped files; or
 // read old messages in a background service outside a read budget (the
 // transaction check-back and the recovery scans are budgeted).
 //
@@ -26,6 +29,10 @@
 //	consumerOffset.json     {"offsetTable":{"T@G":{"0":5,"1":3}},"dataVersion":{...}}
 //	delayOffset.json        {"offsetTable":{"<level>":<next offset of SCHEDULE_TOPIC_XXXX queue level-1>},
 //	                         "commitLogOffset":<every delivery missing from the table lies at or after it>}
+//	topics.journal          one line per topic change not yet in topics.json (Spool's):
+//	                         {"dataVersion":{...},"topicConfig":{...}} or
+//	                         {"dataVersion":{...},"deleted":"T"}; fsynced before the change is
+//	                         answered, emptied once topics.json holds it
 //	transactionIndex.json   {"halfFrom":n,"opFrom":n,"groups":["pg",...],"pending":[[queueOffset,
 //	                          commitLogOffset,size,bornTimestamp,storeTimestamp,immunityMs,checks,
 //	                          groupIndex,opMark],...]}  (Spool's; snapshot of the pending halves,
@@ -44,7 +51,9 @@
 //	                   | record 1  | record 2  | ... |   each record as stored (V1 layout)
 //	                   +-----------+-----------+-----+
 //	registration       REGISTER_BROKER ext brokerName brokerAddr clusterName haServerAddr
-//	                   brokerId compressed=false bodyCrc32; body
+//	                   brokerId compressed bodyCrc32; body namesrv.RegisterBrokerBody: the
+//	                   whole table compressed (compressedRegister), or a created/updated
+//	                   topic alone as JSON
 //	                   {"topicConfigSerializeWrapper":{"topicConfigTable":{...},"dataVersion":{...}},
 //	                    "filterServerList":[]}
 //	delayed message    SCHEDULE_TOPIC_XXXX queue level-1; properties + REAL_TOPIC, REAL_QID;

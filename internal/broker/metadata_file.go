@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // metadataFile writes one small JSON file (topics.json, subscriptionGroup.json,
@@ -18,7 +19,12 @@ import (
 type metadataFile struct {
 	path     string
 	snapshot func() ([]byte, error)
-	logger   *slog.Logger
+	written  func() // after each successful write, under writeMu (optional)
+	// pause is the least time between two background writes (0: none),
+	// for a file whose changes are durable elsewhere first (topics.json,
+	// whose changes the topic journal holds).
+	pause  time.Duration
+	logger *slog.Logger
 
 	dirty chan struct{}
 	stop  chan struct{}
@@ -26,6 +32,9 @@ type metadataFile struct {
 
 	writeMu sync.Mutex // serializes writers of the file
 	started bool
+
+	genMu sync.Mutex
+	gen   chan struct{} // closed when the next write to take a snapshot ends
 }
 
 func newMetadataFile(path string, snapshot func() ([]byte, error), logger *slog.Logger) *metadataFile {
@@ -59,6 +68,20 @@ func (f *metadataFile) markDirty() {
 	}
 }
 
+// dirtyWait marks the file dirty and returns a channel closed when a write
+// whose snapshot was taken after the call has ended (successfully or with
+// its error logged), so everything changed before the call is on disk.
+func (f *metadataFile) dirtyWait() <-chan struct{} {
+	f.genMu.Lock()
+	if f.gen == nil {
+		f.gen = make(chan struct{})
+	}
+	ch := f.gen
+	f.genMu.Unlock()
+	f.markDirty()
+	return ch
+}
+
 func (f *metadataFile) start() {
 	f.started = true
 	go f.run()
@@ -73,6 +96,15 @@ func (f *metadataFile) run() {
 		case <-f.dirty:
 			if err := f.flush(); err != nil {
 				f.logger.Error("persist metadata", "file", f.path, "err", err)
+			}
+			if f.pause > 0 {
+				t := time.NewTimer(f.pause)
+				select {
+				case <-f.stop:
+					t.Stop()
+					return
+				case <-t.C:
+				}
 			}
 		}
 	}
@@ -95,12 +127,22 @@ func (f *metadataFile) close() error {
 func (f *metadataFile) flush() error {
 	f.writeMu.Lock()
 	defer f.writeMu.Unlock()
+	f.genMu.Lock()
+	gen := f.gen
+	f.gen = nil
+	f.genMu.Unlock()
+	if gen != nil {
+		defer close(gen)
+	}
 	data, err := f.snapshot()
 	if err != nil {
 		return fmt.Errorf("%w: encode %s: %w", ErrMetadata, f.path, err)
 	}
 	if err := writeFileAtomic(f.path, data); err != nil {
 		return fmt.Errorf("%w: %w", ErrMetadata, err)
+	}
+	if f.written != nil {
+		f.written()
 	}
 	return nil
 }

@@ -105,9 +105,13 @@ func (b *Broker) wrap(h handlerFunc) transport.Handler {
 		case nil: // answered later by replyLater
 			return nil
 		case noResponse:
+			b.registrar.changes.takeHold(req)
 			c.Forget(req)
 			b.inflight.done()
 			return nil
+		}
+		if b.answerWhenRouted(c, req, resp) {
+			return nil // answered once the topic it created is registered
 		}
 		b.inflight.done()
 		return resp
@@ -116,6 +120,9 @@ func (b *Broker) wrap(h handlerFunc) transport.Handler {
 
 // replyLater answers a request whose handler returned nil.
 func (b *Broker) replyLater(c *transport.Conn, req, resp *remoting.Command) {
+	if b.answerWhenRouted(c, req, resp) {
+		return
+	}
 	c.Reply(req, resp)
 	b.inflight.done()
 }

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -12,28 +11,32 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// registerBody is the REGISTER_BROKER body (uncompressed form).
-type registerBody struct {
-	TopicConfigSerializeWrapper struct {
-		TopicConfigTable map[string]*TopicConfig `json:"topicConfigTable"`
-		DataVersion      DataVersion             `json:"dataVersion"`
-	} `json:"topicConfigSerializeWrapper"`
-	FilterServerList []string `json:"filterServerList"`
-}
-
 // registrar registers the broker and its topics with every name server of
-// namesrvAddr and with the in-process name server: at start, every
-// registerNameServerPeriod, and at once when the topic table changes.
+// namesrvAddr and with the in-process name server: the whole table at
+// start and every registerNameServerPeriod (compressed when
+// compressedRegister), and each created or updated topic on its own at
+// once (an incremental registration, as RocketMQ's
+// registerIncrementBrokerData: the name server adds the topics of the body
+// and keeps the others). A deleted topic or a permission change sends the
+// whole table again.
+//
+// Topic changes are collected into batches (see topicChanges); a request
+// that created a topic, or sent to one whose batch is still on its way, is
+// answered after its batch has been acknowledged by every name server (or
+// registerBrokerTimeoutMills passed) and written to topics.json.
 type registrar struct {
 	b      *Broker
 	local  LocalNamesrv
 	client *transport.Client
 	kick   chan struct{}
 	mu     sync.Mutex // one registration round at a time
+
+	changes topicChanges
 
 	// base is canceled at shutdown so a hanging name server cannot hold
 	// the periodic rounds.
@@ -50,6 +53,10 @@ func newRegistrar(b *Broker, local LocalNamesrv) *registrar {
 		local:  local,
 		client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second}),
 		kick:   make(chan struct{}, 1),
+		changes: topicChanges{
+			pending: make(map[string]*routeBatch),
+			work:    make(chan struct{}, 1),
+		},
 	}
 }
 
@@ -136,47 +143,58 @@ func (r *registrar) haServerAddr() string {
 	return net.JoinHostPort(host, strconv.Itoa(p+1))
 }
 
-// registerBody builds the registration body from the topic table (topic
-// permissions are masked by the broker permission when it is restricted).
-func (r *registrar) body() ([]byte, error) {
-	cfg := r.b.config()
-	table, version := r.b.topics.Snapshot()
-	var body registerBody
-	body.FilterServerList = []string{}
-	body.TopicConfigSerializeWrapper.DataVersion = version
-	body.TopicConfigSerializeWrapper.TopicConfigTable = table
-	if !isWriteable(cfg.BrokerPermission) || !isReadable(cfg.BrokerPermission) {
-		masked := make(map[string]*TopicConfig, len(table))
-		for k, tc := range table {
-			c := tc.clone()
-			c.Perm &= cfg.BrokerPermission
-			masked[k] = c
+// registerBody encodes a REGISTER_BROKER body holding table (topic
+// permissions are masked by the broker permission when it is restricted)
+// at data version version, in the compressed form when compressed.
+func (r *registrar) registerBody(table map[string]*TopicConfig, version DataVersion, compressed bool) []byte {
+	brokerPerm := r.b.config().BrokerPermission
+	masked := !isWriteable(brokerPerm) || !isReadable(brokerPerm)
+	body := namesrv.RegisterBrokerBody{FilterServerList: []string{}}
+	w := &body.TopicConfigSerializeWrapper
+	w.DataVersion = namesrv.DataVersion{StateVersion: version.StateVersion, Timestamp: version.Timestamp, Counter: version.Counter}
+	w.TopicConfigTable = make(map[string]namesrv.TopicConfig, len(table))
+	for k, tc := range table {
+		perm := tc.Perm
+		if masked {
+			perm &= brokerPerm
 		}
-		body.TopicConfigSerializeWrapper.TopicConfigTable = masked
+		w.TopicConfigTable[k] = namesrv.TopicConfig{
+			TopicName: tc.TopicName, ReadQueueNums: int32(tc.ReadQueueNums), WriteQueueNums: int32(tc.WriteQueueNums),
+			Perm: int32(perm), TopicFilterType: tc.TopicFilterType, TopicSysFlag: int32(tc.TopicSysFlag),
+			Order: tc.Order, Attributes: tc.Attributes,
+		}
 	}
-	return json.Marshal(&body)
+	return body.Encode(compressed)
 }
 
-func (r *registrar) registerRequest(body []byte) *remoting.Command {
+func (r *registrar) registerRequest(body []byte, compressed bool) *remoting.Command {
 	ext := r.brokerFields()
 	ext["haServerAddr"] = r.haServerAddr()
-	ext["compressed"] = "false"
+	ext["compressed"] = strconv.FormatBool(compressed)
 	ext["enableActingMaster"] = "false"
 	ext["heartbeatTimeoutMillis"] = strconv.FormatInt(r.b.config().ChannelExpiredTimeout, 10)
 	ext["bodyCrc32"] = strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)&0x7FFFFFFF), 10)
 	return remoting.NewRequest(remoting.RegisterBroker, ext, body)
 }
 
-// registerAll registers with every name server, in parallel, and returns
-// the joined failures.
+// registerAll registers the whole topic table with every name server, in
+// parallel, and returns the joined failures.
 func (r *registrar) registerAll(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	body, err := r.body()
-	if err != nil {
-		return fmt.Errorf("%w: encode body: %w", ErrRegister, err)
-	}
-	return r.each(ctx, func() *remoting.Command { return r.registerRequest(body) })
+	compressed := r.b.config().CompressedRegister
+	table, version := r.b.topics.Snapshot()
+	body := r.registerBody(table, version, compressed)
+	return r.each(ctx, func() *remoting.Command { return r.registerRequest(body, compressed) })
+}
+
+// registerTopics registers only the given topics (an incremental
+// registration) at data version version.
+func (r *registrar) registerTopics(ctx context.Context, topics map[string]*TopicConfig, version DataVersion) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	body := r.registerBody(topics, version, false)
+	return r.each(ctx, func() *remoting.Command { return r.registerRequest(body, false) })
 }
 
 // unregisterAll sends UNREGISTER_BROKER to every name server.

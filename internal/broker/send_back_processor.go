@@ -45,6 +45,7 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 	if tc == nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic))
 	}
+	b.holdRoute(req, newTopic) // answered once a new retry topic is registered
 	if !isWriteable(tc.Perm) {
 		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", newTopic))
 	}
@@ -74,6 +75,7 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 		if dlq == nil {
 			return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic))
 		}
+		b.holdRoute(req, newTopic)
 		delete(props, message.PropertyDelayTimeLevel)
 	} else {
 		if delayLevel == 0 {

@@ -70,6 +70,7 @@ func (b *Broker) checkSend(c *transport.Conn, req *remoting.Command, h *sendHead
 				fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL))
 		}
 	}
+	b.holdRoute(req, h.topic) // answered once a new topic is registered
 	if !isWriteable(tc.Perm) {
 		return nil, response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.topic))
 	}
@@ -273,6 +274,7 @@ func (b *Broker) retryToDLQ(req *remoting.Command, h *sendHeader, m *message.Inn
 	if tc == nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", dlq))
 	}
+	b.holdRoute(req, dlq)
 	m.Topic = dlq
 	m.QueueID = 0
 	m.Properties[message.PropertyDelayTimeLevel] = "-1"

@@ -1,5 +1,7 @@
 package broker
 
+import "strings"
+
 // TopicConfig is one topic's configuration, in RocketMQ's JSON form (the
 // values of topics.json's topicConfigTable, and of registration bodies).
 type TopicConfig struct {
@@ -18,9 +20,11 @@ const (
 	filterMultiTag  = "MULTI_TAG"
 )
 
+// newTopicConfig copies name: a name sliced from a request header would
+// keep the whole header alive as long as the table holds the topic.
 func newTopicConfig(name string, read, write, perm int) *TopicConfig {
 	return &TopicConfig{
-		TopicName:       name,
+		TopicName:       strings.Clone(name),
 		ReadQueueNums:   read,
 		WriteQueueNums:  write,
 		Perm:            perm,
@@ -29,12 +33,13 @@ func newTopicConfig(name string, read, write, perm int) *TopicConfig {
 	}
 }
 
-// clone returns a deep copy.
+// clone returns a deep copy (the strings too, see newTopicConfig).
 func (t *TopicConfig) clone() *TopicConfig {
 	c := *t
+	c.TopicName = strings.Clone(t.TopicName)
 	c.Attributes = make(map[string]string, len(t.Attributes))
 	for k, v := range t.Attributes {
-		c.Attributes[k] = v
+		c.Attributes[strings.Clone(k)] = strings.Clone(v)
 	}
 	return &c
 }

@@ -5,13 +5,21 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // scheduleQueueNums is the number of SCHEDULE_TOPIC_XXXX queues: one per
 // delay level of the default level table.
 const scheduleQueueNums = 18
+
+// topicsFilePause is the least time between two background writes of
+// topics.json: a change is durable in the topic journal before it is
+// answered, so the whole table is rewritten at most this often.
+const topicsFilePause = time.Second
 
 // topicConfigFile is the JSON document of config/topics.json.
 type topicConfigFile struct {
@@ -22,24 +30,41 @@ type topicConfigFile struct {
 // TopicConfigManager owns the topic table: the system topics created at
 // start-up, topics created by admin calls, by auto-create on send and by
 // consumers' retry and dead-letter topics. It persists the table to
-// config/topics.json in the background and calls onChange after every
-// change so the broker re-registers with its name servers.
+// config/topics.json in the background (one write for the changes made
+// while the previous write ran) and calls onChange after every change so
+// the broker registers it with its name servers.
 type TopicConfigManager struct {
 	mu      sync.RWMutex
 	table   map[string]*TopicConfig // values are never mutated in place
 	version *versionStamp
 	file    *metadataFile
+	journal *topicJournal
+	logger  *slog.Logger
+	snapAt  int64        // data version counter of the snapshot being written (file's writeMu)
+	burst   atomic.Int64 // changes since memory was last returned to the OS
 
-	onChange func()
+	// onChange is called, without locks held, with the created or
+	// updated topic (or nil and the deleted topic's name) and the data
+	// version the change made.
+	onChange func(tc *TopicConfig, deleted string, v DataVersion)
 }
 
 func newTopicConfigManager(cfg *Config, configDir string, logger *slog.Logger) *TopicConfigManager {
 	m := &TopicConfigManager{
 		table:    make(map[string]*TopicConfig),
 		version:  newVersionStamp(),
-		onChange: func() {},
+		journal:  newTopicJournal(filepath.Join(configDir, "topics.journal")),
+		logger:   logger,
+		onChange: func(*TopicConfig, string, DataVersion) {},
 	}
 	m.file = newMetadataFile(filepath.Join(configDir, "topics.json"), m.encode, logger)
+	m.file.pause = topicsFilePause
+	m.file.written = func() {
+		if err := m.journal.covered(m.snapAt); err != nil {
+			logger.Error("empty topic journal", "err", err)
+		}
+		m.afterBurst()
+	}
 	m.createSystemTopics(cfg)
 	return m
 }
@@ -73,15 +98,18 @@ func (m *TopicConfigManager) createSystemTopics(cfg *Config) {
 	add(newTopicConfig(topicTransOpHalf, 1, 1, permRead|permWrite))
 }
 
-// load reads topics.json; its entries override the built-in ones.
+// load reads topics.json (its entries override the built-in ones) and
+// applies the journal's newer changes.
 func (m *TopicConfigManager) load() error {
 	b, err := m.file.load()
-	if err != nil || b == nil {
+	if err != nil {
 		return err
 	}
 	var doc topicConfigFile
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+	if b != nil {
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+		}
 	}
 	m.mu.Lock()
 	for name, tc := range doc.TopicConfigTable {
@@ -91,22 +119,50 @@ func (m *TopicConfigManager) load() error {
 		if tc.TopicName == "" {
 			tc.TopicName = name
 		}
-		if tc.Attributes == nil {
-			tc.Attributes = map[string]string{}
-		}
-		if tc.TopicFilterType == "" {
-			tc.TopicFilterType = filterSingleTag
-		}
-		m.table[name] = tc
+		m.table[name] = normalizeTopicConfig(tc)
 	}
 	m.mu.Unlock()
-	m.version.set(doc.DataVersion)
+	if b != nil {
+		m.version.set(doc.DataVersion)
+	}
+	changes, torn, err := m.journal.read(doc.DataVersion.Counter)
+	if err != nil {
+		return err
+	}
+	if torn > 0 {
+		m.logger.Warn("skipped torn lines of the topic journal (changes never acknowledged)", "file", m.journal.path, "lines", torn)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	for _, c := range changes {
+		if c.TopicConfig != nil {
+			m.table[c.TopicConfig.TopicName] = normalizeTopicConfig(c.TopicConfig)
+		} else {
+			delete(m.table, c.Deleted)
+		}
+	}
+	m.mu.Unlock()
+	m.version.set(changes[len(changes)-1].DataVersion)
+	m.file.markDirty() // topics.json takes them over at start
 	return nil
+}
+
+func normalizeTopicConfig(tc *TopicConfig) *TopicConfig {
+	if tc.Attributes == nil {
+		tc.Attributes = map[string]string{}
+	}
+	if tc.TopicFilterType == "" {
+		tc.TopicFilterType = filterSingleTag
+	}
+	return tc
 }
 
 func (m *TopicConfigManager) encode() ([]byte, error) {
 	m.mu.RLock()
 	doc := topicConfigFile{TopicConfigTable: make(map[string]*TopicConfig, len(m.table)), DataVersion: m.version.get()}
+	m.snapAt = doc.DataVersion.Counter
 	for k, v := range m.table {
 		doc.TopicConfigTable[k] = v
 	}
@@ -162,8 +218,9 @@ func (m *TopicConfigManager) Put(tc *TopicConfig) bool {
 	}
 	m.table[tc.TopicName] = tc
 	m.version.next()
+	v := m.version.get()
 	m.mu.Unlock()
-	m.changed()
+	m.changed(tc, "", v)
 	return true
 }
 
@@ -171,20 +228,40 @@ func (m *TopicConfigManager) Put(tc *TopicConfig) bool {
 func (m *TopicConfigManager) Delete(topic string) bool {
 	m.mu.Lock()
 	_, ok := m.table[topic]
+	var v DataVersion
 	if ok {
 		delete(m.table, topic)
 		m.version.next()
+		v = m.version.get()
 	}
 	m.mu.Unlock()
 	if ok {
-		m.changed()
+		m.changed(nil, topic, v)
 	}
 	return ok
 }
 
-func (m *TopicConfigManager) changed() {
+// burstReleaseChanges is how many topic changes make a burst after which
+// the heap's free memory is returned to the OS.
+const burstReleaseChanges = 1000
+
+// afterBurst returns the heap's free memory to the OS once a burst of at
+// least burstReleaseChanges changes is over (topics.json, just written,
+// holds the newest change): the garbage of the burst (request headers,
+// registration and topics.json encodings) would otherwise stay resident
+// long after, as the Go runtime gives memory back only slowly.
+func (m *TopicConfigManager) afterBurst() {
+	if m.burst.Load() < burstReleaseChanges || m.version.get().Counter != m.snapAt {
+		return
+	}
+	m.burst.Store(0)
+	debug.FreeOSMemory()
+}
+
+func (m *TopicConfigManager) changed(tc *TopicConfig, deleted string, v DataVersion) {
+	m.burst.Add(1)
 	m.file.markDirty()
-	m.onChange()
+	m.onChange(tc, deleted, v)
 }
 
 // CreateInSendMessage auto-creates topic from defaultTopic when the latter
@@ -216,8 +293,9 @@ func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, cli
 	tc.TopicFilterType = def.TopicFilterType
 	m.table[topic] = tc
 	m.version.next()
+	v := m.version.get()
 	m.mu.Unlock()
-	m.changed()
+	m.changed(tc, "", v)
 	return tc, true
 }
 
@@ -232,7 +310,8 @@ func (m *TopicConfigManager) CreateInSendBack(topic string, queueNums, perm, top
 	tc.TopicSysFlag = topicSysFlag
 	m.table[topic] = tc
 	m.version.next()
+	v := m.version.get()
 	m.mu.Unlock()
-	m.changed()
+	m.changed(tc, "", v)
 	return tc, true
 }

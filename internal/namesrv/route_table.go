@@ -138,8 +138,11 @@ func (t *RouteTable) Register(r Registration, now time.Time) RegisterResult {
 				qds = make(map[string]QueueData)
 				t.topicQueues[name] = qds
 			}
-			qds[r.BrokerName] = QueueData{
-				BrokerName:     r.BrokerName,
+			// bd.BrokerName, not r.BrokerName: the latter is sliced from
+			// this registration's header, which every topic's queue data
+			// would otherwise keep alive.
+			qds[bd.BrokerName] = QueueData{
+				BrokerName:     bd.BrokerName,
 				ReadQueueNums:  tc.ReadQueueNums,
 				WriteQueueNums: tc.WriteQueueNums,
 				Perm:           tc.Perm,

@@ -1,9 +1,11 @@
 package namesrv
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -210,5 +212,23 @@ func TestRouteTableUnregister(t *testing.T) {
 	}
 	if _, ok := rt.TopicRoute("T"); ok {
 		t.Fatal("route after unregister")
+	}
+}
+
+// Queue data created by later registrations shares the broker name stored
+// at the first one: a name sliced from each registration's header would
+// keep every such header alive, one per registered topic.
+func TestRouteTableQueueDataKeepsNoRegistrationStrings(t *testing.T) {
+	rt := NewRouteTable()
+	first := reg("c", string([]byte("broker-a")), "m:1", 0, 0, "T0")
+	rt.Register(first, t0)
+	for i := 1; i <= 3; i++ {
+		r := reg("c", string([]byte("broker-a")), "m:1", 0, 0, fmt.Sprintf("T%d", i))
+		r.DataVersion = DataVersion{Counter: int64(i)}
+		rt.Register(r, t0)
+		qd := rt.topicQueues[fmt.Sprintf("T%d", i)]["broker-a"]
+		if unsafe.StringData(qd.BrokerName) != unsafe.StringData(rt.brokers["broker-a"].BrokerName) {
+			t.Fatalf("registration %d: queue data holds its own copy of the broker name", i)
+		}
 	}
 }
