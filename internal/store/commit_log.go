@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,12 @@ type CommitLog struct {
 	spareSpill   atomic.Pointer[[]byte] // the next spill's buffer, allocated off the put path
 	writeFailed  atomic.Bool
 
+	// Puts stored in the spill whose answer waits for the spill's file:
+	// until then their bytes are in process memory only, which a kill -9
+	// loses (see the package doc).
+	spillMu      sync.Mutex
+	spillWaiters []spillWaiter
+
 	alloc     *allocator
 	flusher   *flusher
 	pool      *transientPool // transientStorePoolEnable
@@ -126,8 +133,16 @@ func (c *CommitLog) lockHeldFor() time.Duration {
 	return time.Duration(c.monoNs() - b)
 }
 
+// spillWaiter is a put held until the spill it went into has its file.
+type spillWaiter struct {
+	sp   *MappedFile
+	res  PutResult
+	done func(PutResult)
+}
+
 // appendOutcome is what an append did.
 type appendOutcome struct {
+	spill   *MappedFile // the in-memory spill that took the records, or nil
 	status  PutStatus
 	remark  string
 	wrote   int64 // commit-log offset of the first record
@@ -171,6 +186,15 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	post, postBufs, postPos := postArr[:0], postBufArr[:0], postPosArr[:0]
 
 	mf := c.cur
+	if mf != nil && mf.spill != nil && c.alloc.failing.Load() {
+		// The spill's file could not be created: nothing more goes into
+		// memory only; the allocator retries and the spill is adopted
+		// once space returns.
+		c.lockBeginNs.Store(0)
+		c.lock.Unlock()
+		c.st.stats.noSpaceRefusals.Add(1)
+		return appendOutcome{status: ServiceNotAvailable, remark: c.noFileRemark(mf.from)}
+	}
 	if mf != nil && mf.spill != nil && mf.size-mf.wrote.Load() >= total+blankSize && mf.wrote.Load()+total > int64(len(mf.spill)) {
 		c.lockBeginNs.Store(0)
 		c.lock.Unlock()
@@ -201,6 +225,10 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 			c.lockBeginNs.Store(0)
 			c.lock.Unlock()
 			c.finishPost(post, postBufs, postPos)
+			if err == errNoFileYet {
+				c.st.stats.noSpaceRefusals.Add(1)
+				return appendOutcome{status: ServiceNotAvailable, remark: c.noFileRemark(nextOffsetOf(mf))}
+			}
 			return appendOutcome{status: CreateMappedFileFailed, remark: err.Error()}
 		}
 		mf = next
@@ -269,7 +297,73 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	if !assign {
 		qo = 0
 	}
-	return appendOutcome{status: PutOK, wrote: phy, end: phy + total, queueOf: qo, storeTs: ts, offsets: offsets}
+	out := appendOutcome{status: PutOK, wrote: phy, end: phy + total, queueOf: qo, storeTs: ts, offsets: offsets}
+	if mf.spill != nil {
+		out.spill = mf
+	}
+	return out
+}
+
+// errNoFileYet is rollLocked's answer when no file is ready and the last
+// creation failed: the put is refused rather than kept in memory only.
+var errNoFileYet = errors.New("store: no CommitLog file")
+
+func nextOffsetOf(mf *MappedFile) int64 {
+	if mf == nil {
+		return 0
+	}
+	return mf.from + mf.size
+}
+
+// noFileRemark is the refusal while the file at from cannot be created:
+// SERVICE_NOT_AVAILABLE, which clients retry on another broker.
+func (c *CommitLog) noFileRemark(from int64) string {
+	r := fmt.Sprintf("[NO_SPACE] no CommitLog file at offset %d: allocation failed", from)
+	if err := c.alloc.lastError(); err != nil {
+		r += ": " + err.Error()
+	}
+	return r + "; disk " + c.st.diskUsageLine() + "; puts are refused until space returns (retried automatically)"
+}
+
+// holdForSpill keeps a put's answer until the spill sp has its file; it
+// answers at once when that already happened.
+func (c *CommitLog) holdForSpill(sp *MappedFile, res PutResult, done func(PutResult)) {
+	c.spillMu.Lock()
+	if c.spilling.Load() == sp {
+		c.spillWaiters = append(c.spillWaiters, spillWaiter{sp, res, done})
+		c.spillMu.Unlock()
+		c.st.stats.spillHeld.Add(1)
+		return
+	}
+	c.spillMu.Unlock()
+	done(res)
+}
+
+// takeSpillWaiters removes and returns the puts held for sp.
+func (c *CommitLog) takeSpillWaiters(sp *MappedFile) []spillWaiter {
+	c.spillMu.Lock()
+	defer c.spillMu.Unlock()
+	var out []spillWaiter
+	keep := c.spillWaiters[:0]
+	for _, w := range c.spillWaiters {
+		if w.sp == sp {
+			out = append(out, w)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(c.spillWaiters[len(keep):])
+	c.spillWaiters = keep
+	return out
+}
+
+// failSpillWaiters answers the puts held for sp with SERVICE_NOT_AVAILABLE
+// (shutdown with the spill still in memory).
+func (c *CommitLog) failSpillWaiters(sp *MappedFile, remark string) {
+	for _, w := range c.takeSpillWaiters(sp) {
+		c.st.stats.putFailures.Add(1)
+		w.done(PutResult{Status: ServiceNotAvailable, Remark: remark})
+	}
 }
 
 func (c *CommitLog) spillFullRemark(mf *MappedFile) string {
@@ -323,6 +417,11 @@ func (c *CommitLog) adoptSpill(sp, real *MappedFile) error {
 	}
 	sp.destroy(false, 0, 0)
 	c.flusher.kick()
+	// The records are in the file (page cache) now: a process crash keeps
+	// them, so the held answers go out.
+	for _, w := range c.takeSpillWaiters(sp) {
+		w.done(w.res)
+	}
 	return nil
 }
 
@@ -375,6 +474,11 @@ func (c *CommitLog) rollLocked() (*MappedFile, *pendingWrite, int64, error) {
 		fp("roll")
 	}
 	next := c.alloc.take(nextFrom)
+	if next == nil && c.alloc.failing.Load() {
+		// The last creation failed (a full disk): refuse rather than keep
+		// acknowledged records in memory only. The allocator retries.
+		return nil, blank, blankPos, errNoFileYet
+	}
 	if next == nil {
 		// No file is ready. The writer does not wait for the allocator:
 		// it continues into a bounded in-memory spill that the allocator

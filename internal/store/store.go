@@ -43,6 +43,8 @@ type DefaultMessageStore struct {
 	state     atomic.Int32
 	readOnly  atomic.Pointer[string]
 	diskFull  atomic.Pointer[string]
+	noSpace   noSpaceState // writes that failed with ENOSPC, retried
+	short     atomic.Bool  // space is short: one CommitLog file ahead, not preallocateFiles
 	callbacks atomic.Pointer[[]func(string, int32, int64)]
 
 	stats storeStats
@@ -275,6 +277,10 @@ func (st *DefaultMessageStore) writable() (PutStatus, string) {
 		st.stats.diskFullRefusals.Add(1)
 		return ServiceNotAvailable, *p
 	}
+	if p := st.noSpace.remark.Load(); p != nil {
+		st.stats.noSpaceRefusals.Add(1)
+		return ServiceNotAvailable, *p
+	}
 	if held := st.commitLog.lockHeldFor(); held > time.Duration(st.cfg.OSPageCacheBusyTimeOutMills)*time.Millisecond {
 		return OSPageCacheBusy, fmt.Sprintf("put lock held for %dms, limit osPageCacheBusyTimeOutMills=%dms", held.Milliseconds(), st.cfg.OSPageCacheBusyTimeOutMills)
 	}
@@ -387,6 +393,12 @@ func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait, systemT
 			return
 		}
 		c.flusher.kick()
+	}
+	if out.spill != nil {
+		// In the in-memory spill the records would not survive a process
+		// crash: the answer waits until the spill has its file.
+		c.holdForSpill(out.spill, res, done)
+		return
 	}
 	done(res)
 }
@@ -640,6 +652,16 @@ func (st *DefaultMessageStore) Stats() Stats {
 	if p := st.readOnly.Load(); p != nil {
 		out.ReadOnly, out.ReadOnlyReason = true, *p
 	}
+	out.SpillHeld, out.NoSpaceRefusals, out.NoSpaceEvents, out.AllocRetries = s.spillHeld.Load(), s.noSpaceRefusals.Load(), s.noSpaceEvents.Load(), s.allocRetries.Load()
+	out.ForcedDeletions, out.ForcedDeletedBytes, out.ForcedDeletedOldestMs = s.forcedDeletions.Load(), s.forcedDeletedBytes.Load(), s.forcedDeletedOldestMs.Load()
+	if p := st.noSpace.remark.Load(); p != nil {
+		out.NoSpace = *p
+	} else if c := st.commitLog; c.alloc.failing.Load() {
+		out.NoSpace = c.noFileRemark(c.mfq.maxCommitted())
+	}
+	if u, err := st.usage(); err == nil {
+		out.DiskStoredRatio, out.DiskReservedBytes = u.storedRatio(), u.reserved
+	}
 	if st.index != nil {
 		out.IndexLagBytes = st.index.svc.IndexLagBytes(out.CommitLogMax)
 		if p := st.index.err.Load(); p != nil {
@@ -663,10 +685,10 @@ func (st *DefaultMessageStore) flushConsumeQueues() error {
 // writeCheckpoint records what is durable. The dispatched offset is read
 // before the queues are flushed, so every entry below it is durable.
 func (st *DefaultMessageStore) writeCheckpoint() error {
-	return st.checkpointWith(st.disp.reputFrom.Load(), false)
+	return st.checkpointWith(st.disp.reputFrom.Load(), false, true)
 }
 
-func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues bool) error {
+func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues, inPlace bool) error {
 	st.ckMu.Lock()
 	defer st.ckMu.Unlock()
 	if flushQueues {
@@ -689,7 +711,7 @@ func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues bool
 	if st.cfg.FlushDiskType == AsyncFlush {
 		cp.LogicsDispatchedOffset = dispatched
 	}
-	return writeCheckpoint(st.fs, st.cfg.checkpointPath(), cp, st.Failpoint)
+	return writeCheckpoint(st.fs, st.cfg.checkpointPath(), cp, st.Failpoint, inPlace)
 }
 
 // backgroundLoop flushes consume queues and writes the checkpoint every
@@ -708,7 +730,15 @@ func (st *DefaultMessageStore) backgroundLoop() {
 			continue
 		}
 		dispatched := st.disp.reputFrom.Load()
-		if err := st.checkpointWith(dispatched, true); err != nil {
+		err := st.checkpointWith(dispatched, true, false)
+		switch {
+		case err == nil:
+			st.noSpace.clear(st, condCheckpoint)
+		case errors.Is(err, errCheckpointNoSpace):
+			// The checkpoint is only a starting point for recovery: an
+			// older one loses nothing. Retried at the next interval.
+			st.noSpace.set(st, condCheckpoint, err)
+		default:
 			st.setReadOnly(err)
 		}
 	}

@@ -60,6 +60,7 @@ type FaultFS struct {
 	syncErr     error
 	enospcWrite bool
 	enospcAlloc bool
+	enospcOn    string // when set, ENOSPC hits only paths containing it
 	usage       *float64
 	now         func() time.Time
 	hook        func(op Op, name string)
@@ -107,9 +108,13 @@ func (fs *FaultFS) FailSyncOn(match string, n int64, err error, sticky bool) {
 }
 
 // SetENOSPC makes writes and/or fallocate fail with ENOSPC.
-func (fs *FaultFS) SetENOSPC(write, fallocate bool) {
+func (fs *FaultFS) SetENOSPC(write, fallocate bool) { fs.SetENOSPCOn("", write, fallocate) }
+
+// SetENOSPCOn is SetENOSPC for the paths that contain match only (every
+// path when match is empty).
+func (fs *FaultFS) SetENOSPCOn(match string, write, fallocate bool) {
 	fs.mu.Lock()
-	fs.enospcWrite, fs.enospcAlloc = write, fallocate
+	fs.enospcWrite, fs.enospcAlloc, fs.enospcOn = write, fallocate, match
 	fs.mu.Unlock()
 }
 
@@ -484,7 +489,7 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.before(OpWrite, f.name)
 	f.fs.mu.Lock()
-	full := f.fs.enospcWrite
+	full := f.fs.enospcWrite && strings.Contains(f.name, f.fs.enospcOn)
 	f.fs.mu.Unlock()
 	if full {
 		return 0, enospc("pwrite", f.name)
@@ -537,7 +542,7 @@ func (f *faultFile) Datasync() error {
 func (f *faultFile) Fallocate(mode uint32, off, n int64) error {
 	f.fs.before(OpFallocate, f.name)
 	f.fs.mu.Lock()
-	full := f.fs.enospcAlloc
+	full := f.fs.enospcAlloc && strings.Contains(f.name, f.fs.enospcOn)
 	f.fs.mu.Unlock()
 	if full {
 		return enospc("fallocate", f.name)
