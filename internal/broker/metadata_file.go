@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // metadataFile writes one small JSON file (topics.json, subscriptionGroup.json,
@@ -26,6 +28,13 @@ type metadataFile struct {
 
 	writeMu sync.Mutex // serializes writers of the file
 	started bool
+
+	// write replaces the file (writeFileAtomic; tests swap it). A failed
+	// write (a full disk) is retried from retryMin, doubling up to
+	// retryMax, until it succeeds or the file is closed.
+	write              func(path string, data []byte) error
+	retryMin, retryMax time.Duration
+	failures           atomic.Int64
 }
 
 func newMetadataFile(path string, snapshot func() ([]byte, error), logger *slog.Logger) *metadataFile {
@@ -36,6 +45,9 @@ func newMetadataFile(path string, snapshot func() ([]byte, error), logger *slog.
 		dirty:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		write:    writeFileAtomic,
+		retryMin: 100 * time.Millisecond,
+		retryMax: 10 * time.Second,
 	}
 }
 
@@ -66,15 +78,40 @@ func (f *metadataFile) start() {
 
 func (f *metadataFile) run() {
 	defer close(f.done)
+	var retry *time.Timer
+	var retryC <-chan time.Time
+	backoff := f.retryMin
 	for {
 		select {
 		case <-f.stop:
+			if retry != nil {
+				retry.Stop()
+			}
 			return
 		case <-f.dirty:
-			if err := f.flush(); err != nil {
-				f.logger.Error("persist metadata", "file", f.path, "err", err)
-			}
+		case <-retryC:
 		}
+		err := f.flush()
+		if err == nil {
+			if backoff != f.retryMin {
+				f.logger.Info("persist metadata: written again", "file", f.path)
+			}
+			retryC, backoff = nil, f.retryMin
+			continue
+		}
+		// The change is still in memory: write it again later (a full
+		// disk passes), from a fresh snapshot.
+		if backoff == f.retryMin {
+			f.logger.Error("persist metadata failed; retrying with a back-off", "file", f.path, "err", err)
+		}
+		f.failures.Add(1)
+		if retry == nil {
+			retry = time.NewTimer(backoff)
+		} else {
+			retry.Reset(backoff)
+		}
+		retryC = retry.C
+		backoff = min(2*backoff, f.retryMax)
 	}
 }
 
@@ -99,7 +136,7 @@ func (f *metadataFile) flush() error {
 	if err != nil {
 		return fmt.Errorf("%w: encode %s: %w", ErrMetadata, f.path, err)
 	}
-	if err := writeFileAtomic(f.path, data); err != nil {
+	if err := f.write(f.path, data); err != nil {
 		return fmt.Errorf("%w: %w", ErrMetadata, err)
 	}
 	return nil
@@ -119,6 +156,7 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	if _, err := fh.Write(data); err != nil {
 		fh.Close()
+		os.Remove(tmp) // give back what a partial write took (a full disk)
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err := fh.Sync(); err != nil {

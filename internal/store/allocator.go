@@ -167,7 +167,8 @@ func (a *allocator) run() {
 		// Every allocation attempt also looks at the disk (design: the
 		// timer alone let a fast producer fill the disk between looks).
 		a.c.st.checkDiskSpace()
-		if a.failing.Load() {
+		writesWait := a.c.writeNoSpace.Load() && a.c.retryWrites()
+		if a.failing.Load() || writesWait {
 			// Retry by itself: a full disk is a condition that passes.
 			if retry == nil {
 				retry = time.NewTimer(backoff)

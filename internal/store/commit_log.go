@@ -72,6 +72,11 @@ type CommitLog struct {
 	spillMu      sync.Mutex
 	spillWaiters []spillWaiter
 
+	// Writes that found no space, retried by the allocator goroutine.
+	retryMu      sync.Mutex
+	retries      []failedWrite
+	writeNoSpace atomic.Bool
+
 	alloc     *allocator
 	flusher   *flusher
 	pool      *transientPool // transientStorePoolEnable
@@ -287,6 +292,16 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	c.st.stats.lockHold.Record(time.Duration(c.monoNs() - begin))
 
 	c.finishPost(post, postBufs, postPos)
+	if c.writeNoSpace.Load() {
+		// A write at or before this put's range found no space: its
+		// bytes may not be in the file, so it is not acknowledged.
+		c.st.stats.noSpaceRefusals.Add(1)
+		remark := "[NO_SPACE] a CommitLog write found no space; disk " + c.st.diskUsageLine()
+		if p := c.st.noSpace.remark.Load(); p != nil {
+			remark = *p
+		}
+		return appendOutcome{status: ServiceNotAvailable, remark: remark}
+	}
 	if c.writeFailed.Load() {
 		// This put's bytes, or bytes before them, never reached the file:
 		// they will not become readable and recovery would cut them off,
@@ -434,15 +449,68 @@ func blankRecord(n int64) []byte {
 }
 
 // finishPost copies reserved ranges after the lock is released.
+//
+// A write that finds no space stays pending (nothing after it becomes
+// readable) and is retried by the allocator goroutine with a back-off;
+// puts are refused until every such write went through. Any other write
+// error makes the store read-only.
 func (c *CommitLog) finishPost(ws []*pendingWrite, bufs [][]byte, pos []int64) {
 	for i, w := range ws {
 		err := w.mf.writeAt(bufs[i], pos[i])
+		if err != nil && isNoSpace(err) {
+			c.retryWriteLater(w, bufs[i], pos[i], fmt.Errorf("write %s at %d: %w", w.mf.path, pos[i], err))
+			continue
+		}
 		if err != nil {
 			c.writeFailed.Store(true)
 			c.st.setReadOnly(fmt.Errorf("write %s at %d: %w", w.mf.path, pos[i], err))
 		}
 		c.complete(w, err)
 	}
+}
+
+// failedWrite is a reserved range whose write found no space.
+type failedWrite struct {
+	w   *pendingWrite
+	buf []byte
+	pos int64
+}
+
+func (c *CommitLog) retryWriteLater(w *pendingWrite, buf []byte, pos int64, err error) {
+	c.retryMu.Lock()
+	c.retries = append(c.retries, failedWrite{w, append([]byte(nil), buf...), pos})
+	c.writeNoSpace.Store(true)
+	c.retryMu.Unlock()
+	c.st.noSpace.set(c.st, condCommitLogWrite, err)
+	c.alloc.kick()
+}
+
+// retryWrites writes again the ranges that found no space, in order; it
+// reports whether any is still waiting.
+func (c *CommitLog) retryWrites() bool {
+	c.retryMu.Lock()
+	defer c.retryMu.Unlock()
+	for len(c.retries) > 0 {
+		r := c.retries[0]
+		if err := r.w.mf.writeAt(r.buf, r.pos); err != nil {
+			if !isNoSpace(err) {
+				c.writeFailed.Store(true)
+				c.st.setReadOnly(fmt.Errorf("write %s at %d: %w", r.w.mf.path, r.pos, err))
+				c.complete(r.w, err)
+				c.retries = c.retries[1:]
+				continue
+			}
+			return true
+		}
+		c.complete(r.w, nil)
+		c.retries[0] = failedWrite{}
+		c.retries = c.retries[1:]
+	}
+	if c.writeNoSpace.Swap(false) {
+		c.st.noSpace.clear(c.st, condCommitLogWrite)
+		c.kickDispatch()
+	}
+	return false
 }
 
 // rollLocked closes the current file with a blank record and moves to the

@@ -90,15 +90,15 @@ type Stats struct {
 	// diskSpaceCleanForciblyRatio): files, bytes, and the store time of
 	// the oldest message the last one removed (unix ms).
 	ForcedDeletions, ForcedDeletedBytes, ForcedDeletedOldestMs int64
-	DispatchBehind    int64 // bytes
-	CommitLogMin      int64
-	CommitLogMax      int64
-	CommitLogFlushed  int64
-	ReadOnly          bool
-	ReadOnlyReason    string
-	PageCacheRT       stats.PageCacheRTCounts // cumulative, RocketMQ PAGECACHERT buckets
-	IndexLagBytes     int64
-	IndexError        string
+	DispatchBehind                                             int64 // bytes
+	CommitLogMin                                               int64
+	CommitLogMax                                               int64
+	CommitLogFlushed                                           int64
+	ReadOnly                                                   bool
+	ReadOnlyReason                                             string
+	PageCacheRT                                                stats.PageCacheRTCounts // cumulative, RocketMQ PAGECACHERT buckets
+	IndexLagBytes                                              int64
+	IndexError                                                 string
 }
 
 // PageCacheRTLine is the cumulative PAGECACHERT distribution in RocketMQ's
