@@ -160,13 +160,14 @@ func (a *allocator) run() {
 			a.prefault()
 			continue
 		}
+		// Every roll and allocation attempt also looks at the disk (the
+		// retention timer alone let a fast producer fill the disk between
+		// two looks), before deciding how many files to keep ahead.
+		a.c.st.checkDiskSpace()
 		a.fill()
 		if a.c.spilling.Load() == nil {
 			a.refillSpill()
 		}
-		// Every allocation attempt also looks at the disk (design: the
-		// timer alone let a fast producer fill the disk between looks).
-		a.c.st.checkDiskSpace()
 		writesWait := a.c.writeNoSpace.Load() && a.c.retryWrites()
 		if a.failing.Load() || writesWait {
 			// Retry by itself: a full disk is a condition that passes.

@@ -99,7 +99,7 @@ func (st *DefaultMessageStore) deleteCommitLogFiles(now time.Time, force bool, r
 			break
 		}
 		if unexpired {
-			st.forcedDeletion(mf, reason)
+			st.forcedDeletion(mf, reason, deleted == 0)
 		}
 		c.mfq.removeFirst(mf)
 		if !mf.destroy(true, now.UnixMilli(), st.cfg.DestroyMapedFileIntervalForcibly) {

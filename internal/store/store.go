@@ -154,6 +154,16 @@ func (st *DefaultMessageStore) Start() error {
 		st.closeFiles()
 		return fmt.Errorf("store: sync %s: %w", st.cfg.StorePathRootDir, err)
 	}
+	// A checkpoint file exists from the start, so a shutdown on a full
+	// disk can overwrite it in place (writeCheckpoint).
+	if err := st.checkpointWith(st.disp.reputFrom.Load(), true, true); err != nil {
+		if !isNoSpace(err) {
+			st.state.Store(stateStopped)
+			st.closeFiles()
+			return err
+		}
+		st.logger.Error("store: no space for the checkpoint at start; retried while running", "err", err)
+	}
 	c := st.commitLog
 	c.alloc.start()
 	c.flusher.start()

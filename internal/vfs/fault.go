@@ -62,6 +62,8 @@ type FaultFS struct {
 	enospcAlloc bool
 	enospcOn    string // when set, ENOSPC hits only paths containing it
 	usage       *float64
+	diskTotal   uint64
+	diskFree    uint64
 	now         func() time.Time
 	hook        func(op Op, name string)
 	noRealSync  bool
@@ -127,6 +129,14 @@ func (fs *FaultFS) SetUsage(ratio float64) {
 	} else {
 		fs.usage = &ratio
 	}
+	fs.mu.Unlock()
+}
+
+// SetDiskSize makes Statfs report total and free bytes (total 0 restores
+// the real figure; SetUsage, when set, wins).
+func (fs *FaultFS) SetDiskSize(total, free uint64) {
+	fs.mu.Lock()
+	fs.diskTotal, fs.diskFree = total, free
 	fs.mu.Unlock()
 }
 
@@ -364,8 +374,11 @@ func (fs *FaultFS) SyncDir(dir string) error {
 // Statfs reports the settable usage, or the real one.
 func (fs *FaultFS) Statfs(path string) (Usage, error) {
 	fs.mu.Lock()
-	u := fs.usage
+	u, total, free := fs.usage, fs.diskTotal, fs.diskFree
 	fs.mu.Unlock()
+	if u == nil && total > 0 {
+		return Usage{Total: total, Free: min(free, total)}, nil
+	}
 	if u != nil {
 		const total = 100 << 30
 		return Usage{Total: total, Free: uint64(float64(total) * (1 - *u))}, nil
