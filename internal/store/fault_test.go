@@ -188,7 +188,7 @@ func TestENOSPCAtCreation(t *testing.T) {
 	fs.SetENOSPC(false, false)
 	cfg.WriteSpillSize = 4096
 	st = openFastRetry(t, cfg, fs)
-	fs.SetENOSPC(false, true)
+	fs.SetENOSPCOn(cfg.StorePathCommitLog, false, true)
 	want := map[int64]string{}
 	var refused PutResult
 	var held sync.WaitGroup
