@@ -132,7 +132,7 @@ func TestSpilledPutAnsweredOnlyInFile(t *testing.T) {
 	}
 	// The process-crash image: the files as they are now.
 	img := filepath.Join(t.TempDir(), "img")
-	copyDir(t, cfg.StorePathRootDir, img)
+	copyLiveDir(t, cfg.StorePathRootDir, img)
 	close(release)
 	ap.wg.Wait()
 	acked, physAll, refused, _ := ap.snapshot()
@@ -314,6 +314,7 @@ func TestDiskAccountingCountsStoredBytes(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.CleanResourceInterval = 3600 * 1000
 	fs := vfs.NewFaultFS(vfs.OS())
+	fs.SetDiskSize(1<<40, 1<<39) // roomy, whatever the real disk holds
 	st := openStarted(t, cfg, fs)
 	defer st.Shutdown()
 	mustPut(t, st, testMsg("A", 0, "one", ""))
@@ -352,6 +353,7 @@ func TestDiskCheckedAtRollAndShortSpaceAllocatesOne(t *testing.T) {
 	cfg.CleanResourceInterval = 3600 * 1000 // the timer never runs here
 	cfg.PreallocateFiles = 3
 	fs := vfs.NewFaultFS(vfs.OS())
+	fs.SetDiskSize(1<<40, 1<<39) // roomy, whatever the real disk holds
 	st := openStarted(t, cfg, fs)
 	defer st.Shutdown()
 	for st.commitLog.alloc.readyCount() < 3 {
@@ -436,4 +438,34 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// copyLiveDir copies a running store's directory; files that vanish
+// meanwhile (a checkpoint's temporary file) are skipped.
+func copyLiveDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
