@@ -88,7 +88,7 @@ type Stats struct {
 	DiskReservedBytes                                       int64 // allocated ahead, not counted as used
 	// Forced deletions of unexpired CommitLog files (disk above
 	// diskSpaceCleanForciblyRatio): files, bytes, and the store time of
-	// the oldest message the last one removed (unix ms).
+	// the oldest message the last cleaning pass removed (unix ms).
 	ForcedDeletions, ForcedDeletedBytes, ForcedDeletedOldestMs int64
 	DispatchBehind                                             int64 // bytes
 	CommitLogMin                                               int64
