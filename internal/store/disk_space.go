@@ -80,20 +80,19 @@ func (n *noSpaceState) publishLocked(st *DefaultMessageStore) {
 // stored bytes, not blocks reserved for CommitLog files allocated ahead
 // (or the unwritten rest of the current file).
 type diskUsage struct {
-	total, free uint64 // bytes, from statfs
-	reserved    int64  // allocated ahead, holding no data yet
+	total, free, used uint64 // bytes, from statfs (free: available to the store)
+	reserved          int64  // allocated ahead, holding no data yet
 }
 
-// storedRatio is the used fraction without the reserved bytes.
+// storedRatio is the used fraction without the reserved bytes, of the
+// space the store can have (used + available, as df and RocketMQ count).
 func (u diskUsage) storedRatio() float64 {
-	if u.total == 0 {
+	entire := u.used + u.free
+	if entire == 0 {
 		return 0
 	}
-	used := int64(u.total-min(u.free, u.total)) - u.reserved
-	if used < 0 {
-		used = 0
-	}
-	return float64(used) / float64(u.total)
+	stored := max(int64(u.used)-u.reserved, 0)
+	return float64(stored) / float64(entire)
 }
 
 // freeWithReserved is what new data can still use: the free bytes plus
@@ -136,7 +135,7 @@ func (st *DefaultMessageStore) usage() (diskUsage, error) {
 	if err != nil {
 		return diskUsage{}, err
 	}
-	return diskUsage{total: u.Total, free: u.Free, reserved: st.commitLog.reservedBytes()}, nil
+	return diskUsage{total: u.Total, free: u.Free, used: u.UsedBytes(), reserved: st.commitLog.reservedBytes()}, nil
 }
 
 // diskUsageLine names the CommitLog disk and its use, for remarks and logs.
