@@ -72,6 +72,12 @@ type CommitLog struct {
 	spillMu      sync.Mutex
 	spillWaiters []spillWaiter
 
+	// Puts whose records are written but not yet readable: an earlier
+	// reserved range is still being copied. Answered when the readable
+	// end passes them (guarded by pubMu), so no acknowledged record sits
+	// behind a hole that recovery would cut at.
+	visWaiters []visWaiter
+
 	// Writes that found no space, retried by the allocator goroutine.
 	retryMu      sync.Mutex
 	retries      []failedWrite
@@ -145,8 +151,16 @@ type spillWaiter struct {
 	done func(PutResult)
 }
 
+// visWaiter is a put held until the readable end reaches end.
+type visWaiter struct {
+	end  int64
+	res  PutResult
+	done func(PutResult)
+}
+
 // appendOutcome is what an append did.
 type appendOutcome struct {
+	behind  bool        // the readable end had not reached the records' end
 	spill   *MappedFile // the in-memory spill that took the records, or nil
 	status  PutStatus
 	remark  string
@@ -316,7 +330,57 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	if mf.spill != nil {
 		out.spill = mf
 	}
+	// Without the transient pool the records are readable once every
+	// range before them is in the file; a put that finished before an
+	// earlier one is answered when that one is done.
+	out.behind = c.committer == nil && c.visible.Load() < phy+total
 	return out
+}
+
+// holdForVisible answers res once the readable end reaches end (at once
+// when it already has).
+func (c *CommitLog) holdForVisible(end int64, res PutResult, done func(PutResult)) {
+	c.pubMu.Lock()
+	if c.visible.Load() >= end {
+		c.pubMu.Unlock()
+		done(res)
+		return
+	}
+	c.visWaiters = append(c.visWaiters, visWaiter{end, res, done})
+	c.pubMu.Unlock()
+}
+
+// takeVisibleLocked removes the waiters the readable end has reached.
+func (c *CommitLog) takeVisibleLocked() []visWaiter {
+	if len(c.visWaiters) == 0 {
+		return nil
+	}
+	vis := c.visible.Load()
+	var out []visWaiter
+	keep := c.visWaiters[:0]
+	for _, w := range c.visWaiters {
+		if w.end <= vis {
+			out = append(out, w)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(c.visWaiters[len(keep):])
+	c.visWaiters = keep
+	return out
+}
+
+// failVisibleWaiters answers every held put SERVICE_NOT_AVAILABLE (an
+// earlier write failed for good, or shutdown).
+func (c *CommitLog) failVisibleWaiters(remark string) {
+	c.pubMu.Lock()
+	ws := c.visWaiters
+	c.visWaiters = nil
+	c.pubMu.Unlock()
+	for _, w := range ws {
+		c.st.stats.putFailures.Add(1)
+		w.done(PutResult{Status: ServiceNotAvailable, Remark: remark})
+	}
 }
 
 // errNoFileYet is rollLocked's answer when no file is ready and the last
@@ -466,6 +530,9 @@ func (c *CommitLog) finishPost(ws []*pendingWrite, bufs [][]byte, pos []int64) {
 			c.st.setReadOnly(fmt.Errorf("write %s at %d: %w", w.mf.path, pos[i], err))
 		}
 		c.complete(w, err)
+		if err != nil {
+			c.failVisibleWaiters(c.st.readOnlyRemark())
+		}
 	}
 }
 
@@ -488,29 +555,45 @@ func (c *CommitLog) retryWriteLater(w *pendingWrite, buf []byte, pos int64, err 
 // retryWrites writes again the ranges that found no space, in order; it
 // reports whether any is still waiting.
 func (c *CommitLog) retryWrites() bool {
+	type result struct {
+		w   *pendingWrite
+		err error
+	}
+	var done []result // completed after unlocking: answers may put again
 	c.retryMu.Lock()
-	defer c.retryMu.Unlock()
+	waiting := false
 	for len(c.retries) > 0 {
 		r := c.retries[0]
-		if err := r.w.mf.writeAt(r.buf, r.pos); err != nil {
-			if !isNoSpace(err) {
-				c.writeFailed.Store(true)
-				c.st.setReadOnly(fmt.Errorf("write %s at %d: %w", r.w.mf.path, r.pos, err))
-				c.complete(r.w, err)
-				c.retries = c.retries[1:]
-				continue
-			}
-			return true
+		err := r.w.mf.writeAt(r.buf, r.pos)
+		if err != nil && isNoSpace(err) {
+			waiting = true
+			break
 		}
-		c.complete(r.w, nil)
+		if err != nil {
+			c.writeFailed.Store(true)
+			c.st.setReadOnly(fmt.Errorf("write %s at %d: %w", r.w.mf.path, r.pos, err))
+		}
+		done = append(done, result{r.w, err})
 		c.retries[0] = failedWrite{}
 		c.retries = c.retries[1:]
 	}
-	if c.writeNoSpace.Swap(false) {
+	if !waiting {
+		c.writeNoSpace.Store(false)
+	}
+	c.retryMu.Unlock()
+	failed := false
+	for _, d := range done {
+		c.complete(d.w, d.err)
+		failed = failed || d.err != nil
+	}
+	if failed {
+		c.failVisibleWaiters(c.st.readOnlyRemark())
+	}
+	if !waiting {
 		c.st.noSpace.clear(c.st, condCommitLogWrite)
 		c.kickDispatch()
 	}
-	return false
+	return waiting
 }
 
 // rollLocked closes the current file with a blank record and moves to the
@@ -605,7 +688,11 @@ func (c *CommitLog) complete(w *pendingWrite, err error) {
 		c.pending[0] = nil
 		c.pending = c.pending[1:]
 	}
+	ready := c.takeVisibleLocked()
 	c.pubMu.Unlock()
+	for _, v := range ready {
+		v.done(v.res)
+	}
 }
 
 func (c *CommitLog) advance(mf *MappedFile, end int64) {

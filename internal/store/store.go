@@ -211,6 +211,7 @@ func (st *DefaultMessageStore) Shutdown() error {
 	if c.committer != nil {
 		c.committer.stop()
 	}
+	c.failVisibleWaiters("store shut down before an earlier write finished")
 	c.flusher.stop()
 	st.disp.stop()
 	if st.index != nil {
@@ -408,6 +409,10 @@ func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait, systemT
 		// In the in-memory spill the records would not survive a process
 		// crash: the answer waits until the spill has its file.
 		c.holdForSpill(out.spill, res, done)
+		return
+	}
+	if out.behind {
+		c.holdForVisible(out.end, res, done)
 		return
 	}
 	done(res)
