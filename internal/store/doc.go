@@ -81,7 +81,10 @@
 // or write buffer; a larger record, and every pwrite, is copied after
 // unlocking (readers never see past an unfinished copy: a small ordered
 // list of pending ranges publishes the readable end). The lock's hold time
-// is recorded (Stats.PutLockHold). ASYNC_FLUSH answers at once; SYNC_FLUSH
+// is recorded (Stats.PutLockHold). ASYNC_FLUSH answers at once, unless an
+// earlier range is still being copied: then the answer waits until the
+// readable end passes the put, so no acknowledged record ever sits behind
+// a hole that a kill -9 would leave and recovery would cut at; SYNC_FLUSH
 // registers a completion that the flusher (one msync/fdatasync for every
 // waiting put) or the timeout reaper (FLUSH_DISK_TIMEOUT after
 // syncFlushTimeout, never OK) answers. A failed sync turns the store
@@ -97,8 +100,9 @@
 //	                                  the lock is released; fdatasync on
 //	                                  flush. Loss window: what the page cache
 //	                                  holds unsynced (power loss only; a
-//	                                  process kill loses nothing acknowledged
-//	                                  once its pwrite returned).
+//	                                  process kill loses nothing acknowledged:
+//	                                  a put is answered once its pwrite, and
+//	                                  every one before it, returned).
 //	transientStorePoolEnable=true     memcpy into a pooled write buffer
 //	(ASYNC_FLUSH only)                (transientStorePoolSize buffers of one
 //	                                  file, mlocked when the limit allows);
