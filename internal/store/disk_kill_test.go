@@ -39,7 +39,8 @@ func TestAllocStateKillChild(t *testing.T) {
 		t.Skip("child process of TestKill9AtEachAllocatorState")
 	}
 	fs := vfs.NewFaultFS(vfs.OS())
-	st, err := Open(allocKillConfig(os.Getenv("SPOOL_STORE_DIR")), fs, nil)
+	cfg := allocKillConfig(os.Getenv("SPOOL_STORE_DIR"))
+	st, err := Open(cfg, fs, nil)
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)
@@ -50,7 +51,7 @@ func TestAllocStateKillChild(t *testing.T) {
 	}
 	switch os.Getenv("SPOOL_ALLOC_STATE") {
 	case "failed":
-		fs.SetENOSPC(false, true)
+		fs.SetENOSPCOn(cfg.StorePathCommitLog, false, true) // CommitLog file creation only
 	case "slow":
 		fs.SetLatency(vfs.OpCreate, time.Hour)
 	}
