@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,13 @@ type metadataFile struct {
 
 	genMu sync.Mutex
 	gen   chan struct{} // closed when the next write to take a snapshot ends
+
+	// write replaces the file (writeFileAtomic; tests swap it). A failed
+	// write (a full disk) is retried from retryMin, doubling up to
+	// retryMax, until it succeeds or the file is closed.
+	write              func(path string, data []byte) error
+	retryMin, retryMax time.Duration
+	failures           atomic.Int64
 }
 
 func newMetadataFile(path string, snapshot func() ([]byte, error), logger *slog.Logger) *metadataFile {
@@ -45,6 +53,9 @@ func newMetadataFile(path string, snapshot func() ([]byte, error), logger *slog.
 		dirty:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		write:    writeFileAtomic,
+		retryMin: 100 * time.Millisecond,
+		retryMax: 10 * time.Second,
 	}
 }
 
@@ -89,24 +100,55 @@ func (f *metadataFile) start() {
 
 func (f *metadataFile) run() {
 	defer close(f.done)
+	var retry *time.Timer
+	var retryC <-chan time.Time
+	backoff := f.retryMin
 	for {
 		select {
 		case <-f.stop:
+			if retry != nil {
+				retry.Stop()
+			}
 			return
 		case <-f.dirty:
-			if err := f.flush(); err != nil {
-				f.logger.Error("persist metadata", "file", f.path, "err", err)
-			}
-			if f.pause > 0 {
-				t := time.NewTimer(f.pause)
-				select {
-				case <-f.stop:
-					t.Stop()
-					return
-				case <-t.C:
-				}
-			}
+		case <-retryC:
 		}
+		err := f.flush()
+		if err == nil {
+			if backoff != f.retryMin {
+				f.logger.Info("persist metadata: written again", "file", f.path)
+			}
+			retryC, backoff = nil, f.retryMin
+			if f.pause > 0 && !f.sleep(f.pause) {
+				return
+			}
+			continue
+		}
+		// The change is still in memory: write it again later (a full
+		// disk passes), from a fresh snapshot.
+		if backoff == f.retryMin {
+			f.logger.Error("persist metadata failed; retrying with a back-off", "file", f.path, "err", err)
+		}
+		f.failures.Add(1)
+		if retry == nil {
+			retry = time.NewTimer(backoff)
+		} else {
+			retry.Reset(backoff)
+		}
+		retryC = retry.C
+		backoff = min(2*backoff, f.retryMax)
+	}
+}
+
+// sleep waits d, or until the file is closed (then false).
+func (f *metadataFile) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.stop:
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -138,7 +180,7 @@ func (f *metadataFile) flush() error {
 	if err != nil {
 		return fmt.Errorf("%w: encode %s: %w", ErrMetadata, f.path, err)
 	}
-	if err := writeFileAtomic(f.path, data); err != nil {
+	if err := f.write(f.path, data); err != nil {
 		return fmt.Errorf("%w: %w", ErrMetadata, err)
 	}
 	if f.written != nil {
@@ -161,6 +203,7 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	if _, err := fh.Write(data); err != nil {
 		fh.Close()
+		os.Remove(tmp) // give back what a partial write took (a full disk)
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err := fh.Sync(); err != nil {

@@ -135,6 +135,19 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("allocFailures", st.AllocFailures)
 	i64("readyCommitLogFiles", int64(st.ReadyFiles))
 	i64("diskFullRefusals", st.DiskFullRefusals)
+	// A full disk: refusals, held spill answers, retries, forced deletions.
+	i64("spillHeld", st.SpillHeld)
+	i64("noSpaceRefusals", st.NoSpaceRefusals)
+	i64("noSpaceEvents", st.NoSpaceEvents)
+	i64("allocRetries", st.AllocRetries)
+	if st.NoSpace != "" {
+		t["storeNoSpace"] = st.NoSpace
+	}
+	t["commitLogStoredRatio"] = fmt.Sprintf("%.4f", st.DiskStoredRatio)
+	i64("commitLogReservedBytes", st.DiskReservedBytes)
+	i64("forcedDeletions", st.ForcedDeletions)
+	i64("forcedDeletedBytes", st.ForcedDeletedBytes)
+	i64("forcedDeletedOldestTimeStamp", st.ForcedDeletedOldestMs)
 	t["storeReadOnly"] = strconv.FormatBool(st.ReadOnly)
 	if st.ReadOnlyReason != "" {
 		t["storeReadOnlyReason"] = st.ReadOnlyReason

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,11 @@ type allocator struct {
 	ready    []*MappedFile
 	nextFrom int64 // offset of the next file to create
 	lastErr  error
+	// failing is set while the last creation (or spill adoption) failed;
+	// a roll then refuses instead of spilling, and the allocator retries
+	// with a back-off from retryMin up to retryMax.
+	failing            atomic.Bool
+	retryMin, retryMax time.Duration
 
 	kickCh     chan struct{}
 	prefaultCh chan struct{}
@@ -34,7 +40,8 @@ type allocator struct {
 }
 
 func newAllocator(c *CommitLog) *allocator {
-	return &allocator{c: c, kickCh: make(chan struct{}, 1), prefaultCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
+	return &allocator{c: c, kickCh: make(chan struct{}, 1), prefaultCh: make(chan struct{}, 1), stopCh: make(chan struct{}),
+		retryMin: 100 * time.Millisecond, retryMax: 5 * time.Second}
 }
 
 func (a *allocator) kick() {
@@ -117,8 +124,11 @@ func (a *allocator) stop() {
 		a.stopCh = make(chan struct{})
 		a.fill()
 		if a.c.spilling.Load() != nil {
-			a.c.st.logger.Error("store: shutting down with records only in the in-memory spill; they are lost",
+			// None of them was acknowledged: their answers were held
+			// until the file existed (see the package doc).
+			a.c.st.logger.Error("store: shutting down with records only in the in-memory spill; they were not acknowledged and are dropped",
 				"offset", sp.from, "bytes", sp.wrote.Load(), "err", a.lastError())
+			a.c.failSpillWaiters(sp, "store shut down before a CommitLog file for the message could be created: "+a.c.noFileRemark(sp.from))
 		}
 	}
 	a.mu.Lock()
@@ -133,19 +143,77 @@ func (a *allocator) stop() {
 
 func (a *allocator) run() {
 	defer a.wg.Done()
+	var retry *time.Timer
+	var retryC <-chan time.Time
+	backoff := a.retryMin
 	for {
 		select {
 		case <-a.stopCh:
+			if retry != nil {
+				retry.Stop()
+			}
 			return
 		case <-a.kickCh:
-			a.fill()
-			if a.c.spilling.Load() == nil {
-				a.refillSpill()
-			}
+		case <-retryC:
+			a.c.st.stats.allocRetries.Add(1)
 		case <-a.prefaultCh:
 			a.prefault()
+			continue
+		}
+		// Every roll and allocation attempt also looks at the disk (the
+		// retention timer alone let a fast producer fill the disk between
+		// two looks), before deciding how many files to keep ahead.
+		a.c.st.checkDiskSpace()
+		a.fill()
+		if a.c.spilling.Load() == nil {
+			a.refillSpill()
+		}
+		writesWait := a.c.writeNoSpace.Load() && a.c.retryWrites()
+		if a.failing.Load() || writesWait {
+			// Retry by itself: a full disk is a condition that passes.
+			if retry == nil {
+				retry = time.NewTimer(backoff)
+			} else {
+				retry.Reset(backoff)
+			}
+			retryC = retry.C
+			backoff = min(2*backoff, a.retryMax)
+		} else {
+			retryC = nil
+			backoff = a.retryMin
 		}
 	}
+}
+
+// failed records a failed creation or adoption.
+func (a *allocator) failed(from int64, err error) {
+	a.c.st.stats.allocFailures.Add(1)
+	a.mu.Lock()
+	a.lastErr = err
+	a.mu.Unlock()
+	if !a.failing.Swap(true) || !isNoSpace(err) {
+		a.c.st.logger.Error("store: allocating a CommitLog file ahead failed; retrying with a back-off",
+			"offset", from, "err", err, "disk", a.c.st.diskUsageLine())
+	}
+}
+
+// succeeded clears the failure state after a file was created.
+func (a *allocator) succeeded() {
+	a.mu.Lock()
+	a.lastErr = nil
+	a.mu.Unlock()
+	if a.failing.Swap(false) {
+		a.c.st.logger.Info("store: CommitLog file allocation works again", "disk", a.c.st.diskUsageLine())
+	}
+}
+
+// pushReady puts back a created file whose adoption of the spill failed,
+// so the next attempt adopts it again.
+func (a *allocator) pushReady(mf *MappedFile) {
+	a.mu.Lock()
+	a.ready = append([]*MappedFile{mf}, a.ready...)
+	a.nextFrom = mf.from
+	a.mu.Unlock()
 }
 
 // fill creates files until PreallocateFiles are ready.
@@ -166,15 +234,23 @@ func (a *allocator) fill() {
 		if sp := a.c.spilling.Load(); sp != nil {
 			if mf := a.take(sp.from); mf != nil {
 				if err := a.c.adoptSpill(sp, mf); err != nil {
+					if isNoSpace(err) {
+						a.pushReady(mf)
+						a.failed(sp.from, fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
+						return
+					}
 					a.c.st.setReadOnly(fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
 					return
 				}
+				a.succeeded()
 				continue
 			}
 		}
 		a.createMu.Lock()
 		a.mu.Lock()
-		if len(a.ready) >= want {
+		if len(a.ready) >= want || (len(a.ready) > 0 && a.c.st.spaceShort()) {
+			// Enough ahead; when space is short, one file ahead is
+			// enough (a reserved file is space the data cannot use).
 			a.mu.Unlock()
 			a.createMu.Unlock()
 			return
@@ -185,33 +261,33 @@ func (a *allocator) fill() {
 		start := a.c.monoNs()
 		mf, err := createMappedFile(a.c.fs, a.c.mfq.dir, from, size, a.c.cfg.FileAllocation, a.c.mmapped)
 		if err != nil {
-			a.c.st.stats.allocFailures.Add(1)
-			a.mu.Lock()
-			a.lastErr = err
-			a.mu.Unlock()
 			a.createMu.Unlock()
-			a.c.st.logger.Error("store: allocating a CommitLog file ahead failed", "offset", from, "err", err)
+			a.failed(from, err)
 			return
 		}
 		mf.prefault(0, min(prefaultAhead, size))
 		a.c.st.stats.fileCreate.Record(time.Duration(a.c.monoNs() - start))
 		a.c.st.stats.filesCreated.Add(1)
-		a.mu.Lock()
-		a.lastErr = nil
-		a.mu.Unlock()
 		if sp := a.c.spilling.Load(); sp != nil && sp.from == from {
 			if err := a.c.adoptSpill(sp, mf); err != nil {
+				a.createMu.Unlock()
+				if isNoSpace(err) {
+					a.pushReady(mf)
+					a.failed(from, fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
+					return
+				}
 				a.c.st.setReadOnly(fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
 				mf.destroy(true, 0, 0)
-				a.createMu.Unlock()
 				return
 			}
+			a.succeeded()
 			a.mu.Lock()
 			a.nextFrom = from + size
 			a.mu.Unlock()
 			a.createMu.Unlock()
 			continue
 		}
+		a.succeeded()
 		a.mu.Lock()
 		if from == a.nextFrom+int64(len(a.ready))*size {
 			a.ready = append(a.ready, mf)

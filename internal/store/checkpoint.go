@@ -87,13 +87,58 @@ func readCheckpoint(fs vfs.FS, path string) (Checkpoint, bool, error) {
 // writeCheckpoint replaces the checkpoint atomically: temp file, fsync,
 // rename, fsync of the directory (design rule 5). failpoint, when set, is
 // called between the steps with their names.
-func writeCheckpoint(fs vfs.FS, path string, cp Checkpoint, failpoint func(string)) error {
+//
+// A write that finds no space (ENOSPC on the temporary file) wraps
+// errCheckpointNoSpace. With inPlace set (shutdown) it then overwrites the
+// existing checkpoint in place and syncs it: that needs no new blocks, so
+// a store can stop cleanly on a full disk.
+func writeCheckpoint(fs vfs.FS, path string, cp Checkpoint, failpoint func(string), inPlace bool) error {
 	var hook func(string)
 	if failpoint != nil {
 		hook = func(stage string) { failpoint("checkpoint-" + stage) }
 	}
-	if err := vfs.WriteFileAtomic(fs, path, cp.encode(), hook); err != nil {
+	b := cp.encode()
+	err := vfs.WriteFileAtomic(fs, path, b, hook)
+	if err == nil {
+		return nil
+	}
+	if !isNoSpace(err) {
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
-	return nil
+	if inPlace {
+		if err2 := overwriteCheckpoint(fs, path, b); err2 == nil {
+			return nil
+		} else {
+			err = errors.Join(err, err2)
+		}
+	}
+	return fmt.Errorf("store: checkpoint: %w: %w", errCheckpointNoSpace, err)
+}
+
+// errCheckpointNoSpace marks a checkpoint that could not be written for
+// want of space: retried, not a reason to stop writing.
+var errCheckpointNoSpace = errors.New("no space for the checkpoint")
+
+// overwriteCheckpoint writes b over an existing full-size checkpoint file.
+func overwriteCheckpoint(fs vfs.FS, path string, b []byte) error {
+	st, err := fs.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.Size() != int64(len(b)) {
+		return fmt.Errorf("%s is %d bytes, not %d: cannot be overwritten in place", path, st.Size(), len(b))
+	}
+	f, err := fs.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("overwrite %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return f.Close()
 }

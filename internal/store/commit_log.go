@@ -65,6 +65,23 @@ type CommitLog struct {
 	spareSpill   atomic.Pointer[[]byte] // the next spill's buffer, allocated off the put path
 	writeFailed  atomic.Bool
 
+	// Puts stored in the spill whose answer waits for the spill's file:
+	// until then their bytes are in process memory only, which a kill -9
+	// loses (see the package doc).
+	spillMu      sync.Mutex
+	spillWaiters []spillWaiter
+
+	// Puts whose records are written but not yet readable: an earlier
+	// reserved range is still being copied. Answered when the readable
+	// end passes them (guarded by pubMu), so no acknowledged record sits
+	// behind a hole that recovery would cut at.
+	visWaiters []visWaiter
+
+	// Writes that found no space, retried by the allocator goroutine.
+	retryMu      sync.Mutex
+	retries      []failedWrite
+	writeNoSpace atomic.Bool
+
 	alloc     *allocator
 	flusher   *flusher
 	pool      *transientPool // transientStorePoolEnable
@@ -126,8 +143,24 @@ func (c *CommitLog) lockHeldFor() time.Duration {
 	return time.Duration(c.monoNs() - b)
 }
 
+// spillWaiter is a put held until the spill it went into has its file.
+type spillWaiter struct {
+	sp   *MappedFile
+	res  PutResult
+	done func(PutResult)
+}
+
+// visWaiter is a put held until the readable end reaches end.
+type visWaiter struct {
+	end  int64
+	res  PutResult
+	done func(PutResult)
+}
+
 // appendOutcome is what an append did.
 type appendOutcome struct {
+	behind  bool        // the readable end had not reached the records' end
+	spill   *MappedFile // the in-memory spill that took the records, or nil
 	status  PutStatus
 	remark  string
 	wrote   int64 // commit-log offset of the first record
@@ -171,6 +204,15 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	post, postBufs, postPos := postArr[:0], postBufArr[:0], postPosArr[:0]
 
 	mf := c.cur
+	if mf != nil && mf.spill != nil && c.alloc.failing.Load() {
+		// The spill's file could not be created: nothing more goes into
+		// memory only; the allocator retries and the spill is adopted
+		// once space returns.
+		c.lockBeginNs.Store(0)
+		c.lock.Unlock()
+		c.st.stats.noSpaceRefusals.Add(1)
+		return appendOutcome{status: ServiceNotAvailable, remark: c.noFileRemark(mf.from)}
+	}
 	if mf != nil && mf.spill != nil && mf.size-mf.wrote.Load() >= total+blankSize && mf.wrote.Load()+total > int64(len(mf.spill)) {
 		c.lockBeginNs.Store(0)
 		c.lock.Unlock()
@@ -201,6 +243,10 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 			c.lockBeginNs.Store(0)
 			c.lock.Unlock()
 			c.finishPost(post, postBufs, postPos)
+			if err == errNoFileYet {
+				c.st.stats.noSpaceRefusals.Add(1)
+				return appendOutcome{status: ServiceNotAvailable, remark: c.noFileRemark(nextOffsetOf(mf))}
+			}
 			return appendOutcome{status: CreateMappedFileFailed, remark: err.Error()}
 		}
 		mf = next
@@ -259,6 +305,16 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	c.st.stats.lockHold.Record(time.Duration(c.monoNs() - begin))
 
 	c.finishPost(post, postBufs, postPos)
+	if c.writeNoSpace.Load() {
+		// A write at or before this put's range found no space: its
+		// bytes may not be in the file, so it is not acknowledged.
+		c.st.stats.noSpaceRefusals.Add(1)
+		remark := "[NO_SPACE] a CommitLog write found no space; disk " + c.st.diskUsageLine()
+		if p := c.st.noSpace.remark.Load(); p != nil {
+			remark = *p
+		}
+		return appendOutcome{status: ServiceNotAvailable, remark: remark}
+	}
 	if c.writeFailed.Load() {
 		// This put's bytes, or bytes before them, never reached the file:
 		// they will not become readable and recovery would cut them off,
@@ -269,7 +325,15 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	if !assign {
 		qo = 0
 	}
-	return appendOutcome{status: PutOK, wrote: phy, end: phy + total, queueOf: qo, storeTs: ts, offsets: offsets}
+	out := appendOutcome{status: PutOK, wrote: phy, end: phy + total, queueOf: qo, storeTs: ts, offsets: offsets}
+	if mf.spill != nil {
+		out.spill = mf
+	}
+	// Without the transient pool the records are readable once every
+	// range before them is in the file; a put that finished before an
+	// earlier one is answered when that one is done.
+	out.behind = c.committer == nil && c.visible.Load() < phy+total
+	return out
 }
 
 func (c *CommitLog) spillFullRemark(mf *MappedFile) string {
@@ -323,6 +387,11 @@ func (c *CommitLog) adoptSpill(sp, real *MappedFile) error {
 	}
 	sp.destroy(false, 0, 0)
 	c.flusher.kick()
+	// The records are in the file (page cache) now: a process crash keeps
+	// them, so the held answers go out.
+	for _, w := range c.takeSpillWaiters(sp) {
+		w.done(w.res)
+	}
 	return nil
 }
 
@@ -335,14 +404,26 @@ func blankRecord(n int64) []byte {
 }
 
 // finishPost copies reserved ranges after the lock is released.
+//
+// A write that finds no space stays pending (nothing after it becomes
+// readable) and is retried by the allocator goroutine with a back-off;
+// puts are refused until every such write went through. Any other write
+// error makes the store read-only.
 func (c *CommitLog) finishPost(ws []*pendingWrite, bufs [][]byte, pos []int64) {
 	for i, w := range ws {
 		err := w.mf.writeAt(bufs[i], pos[i])
+		if err != nil && isNoSpace(err) {
+			c.retryWriteLater(w, bufs[i], pos[i], fmt.Errorf("write %s at %d: %w", w.mf.path, pos[i], err))
+			continue
+		}
 		if err != nil {
 			c.writeFailed.Store(true)
 			c.st.setReadOnly(fmt.Errorf("write %s at %d: %w", w.mf.path, pos[i], err))
 		}
 		c.complete(w, err)
+		if err != nil {
+			c.failVisibleWaiters(c.st.readOnlyRemark())
+		}
 	}
 }
 
@@ -375,6 +456,11 @@ func (c *CommitLog) rollLocked() (*MappedFile, *pendingWrite, int64, error) {
 		fp("roll")
 	}
 	next := c.alloc.take(nextFrom)
+	if next == nil && c.alloc.failing.Load() {
+		// The last creation failed (a full disk): refuse rather than keep
+		// acknowledged records in memory only. The allocator retries.
+		return nil, blank, blankPos, errNoFileYet
+	}
 	if next == nil {
 		// No file is ready. The writer does not wait for the allocator:
 		// it continues into a bounded in-memory spill that the allocator
@@ -433,7 +519,11 @@ func (c *CommitLog) complete(w *pendingWrite, err error) {
 		c.pending[0] = nil
 		c.pending = c.pending[1:]
 	}
+	ready := c.takeVisibleLocked()
 	c.pubMu.Unlock()
+	for _, v := range ready {
+		v.done(v.res)
+	}
 }
 
 func (c *CommitLog) advance(mf *MappedFile, end int64) {

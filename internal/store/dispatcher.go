@@ -93,7 +93,15 @@ func (d *dispatcher) run() {
 			c.dispatchIdle.Store(false)
 		}
 		seen = c.visible.Load()
-		if err := d.pass(); err != nil {
+		err := d.pass()
+		if err == nil {
+			d.st.noSpace.clear(d.st, condDispatch)
+		} else if isNoSpace(err) {
+			// Retried at the next wake-up (at most a second away); puts
+			// are refused meanwhile.
+			d.st.noSpace.set(d.st, condDispatch, err)
+		}
+		if err != nil {
 			d.failures.Add(1)
 			msg := err.Error()
 			if p := d.lastErr.Load(); p == nil || *p != msg {

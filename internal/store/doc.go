@@ -85,7 +85,10 @@
 // or write buffer; a larger record, and every pwrite, is copied after
 // unlocking (readers never see past an unfinished copy: a small ordered
 // list of pending ranges publishes the readable end). The lock's hold time
-// is recorded (Stats.PutLockHold). ASYNC_FLUSH answers at once; SYNC_FLUSH
+// is recorded (Stats.PutLockHold). ASYNC_FLUSH answers at once, unless an
+// earlier range is still being copied: then the answer waits until the
+// readable end passes the put, so no acknowledged record ever sits behind
+// a hole that a kill -9 would leave and recovery would cut at; SYNC_FLUSH
 // registers a completion that the flusher (one msync/fdatasync for every
 // waiting put) or the timeout reaper (FLUSH_DISK_TIMEOUT after
 // syncFlushTimeout, never OK) answers. The waiting puts are a plain
@@ -103,8 +106,9 @@
 //	                                  the lock is released; fdatasync on
 //	                                  flush. Loss window: what the page cache
 //	                                  holds unsynced (power loss only; a
-//	                                  process kill loses nothing acknowledged
-//	                                  once its pwrite returned).
+//	                                  process kill loses nothing acknowledged:
+//	                                  a put is answered once its pwrite, and
+//	                                  every one before it, returned).
 //	transientStorePoolEnable=true     memcpy into a pooled write buffer
 //	(ASYNC_FLUSH only)                (transientStorePoolSize buffers of one
 //	                                  file, mlocked when the limit allows);
@@ -160,10 +164,47 @@
 // not create one: the writer continues into an in-memory spill (at most
 // writeSpillSize bytes, one file) that readers are served from and that
 // the allocator copies into the file once it exists (bulk outside the put
-// lock, the last delta under it). A full spill answers OS_PAGE_CACHE_BUSY
-// with a remark naming the allocation error. Counted: Spills, SpillWrites,
-// SpillFull, AllocFailures, PutWaitedOnCreate (always 0 unless
-// writeSpillSize=0).
+// lock, the last delta under it). A put that went into the spill is
+// answered only once the spill is in its file (SpillHeld counts them):
+// until then its bytes are in process memory, which a kill -9 loses, so
+// under ASYNC_FLUSH too "a process crash loses nothing acknowledged" holds
+// whatever the allocator's state. The put lock never waits for the file;
+// only the answer does (SYNC_FLUSH puts wait for the flush anyway, which
+// cannot pass a spill). A full spill answers OS_PAGE_CACHE_BUSY. When the
+// creation failed (rather than lagged), a roll does not spill and puts in
+// a started spill are refused: SERVICE_NOT_AVAILABLE with a [NO_SPACE]
+// remark naming the error and the disk; the allocator retries with a
+// back-off (100 ms doubling to 5 s, AllocRetries) and the held answers go
+// out when the spill is adopted. At shutdown with the spill still in
+// memory they are answered SERVICE_NOT_AVAILABLE. Counted: Spills,
+// SpillWrites, SpillFull, SpillHeld, AllocFailures, NoSpaceRefusals,
+// PutWaitedOnCreate (always 0 unless writeSpillSize=0).
+//
+// # A full disk
+//
+// ENOSPC (or EDQUOT) is a condition, not a corruption. A write that finds
+// no space refuses puts (SERVICE_NOT_AVAILABLE, [NO_SPACE] remark with the
+// failed write and the disk's use) until it is retried successfully, with
+// nothing acknowledged lost: CommitLog file creation and spill adoption
+// (allocator back-off), a CommitLog pwrite (the range stays pending, so
+// nothing after it becomes readable, and is written again by the
+// allocator goroutine), consume-queue and index writes (their next pass),
+// the checkpoint (the next flushIntervalConsumeQueue; the older checkpoint
+// stays valid). At shutdown a checkpoint with no room for its temporary
+// file overwrites the existing one in place (one page, CRC-checked; Start
+// writes one so it exists), so the stop is clean. An fsync error is never
+// one of these: it makes the store read-only until restart (design rule 8).
+//
+// Disk use is counted as stored bytes: statfs's used bytes minus the
+// blocks reserved by CommitLog files allocated ahead and the unwritten
+// rest of the current file (DiskStoredRatio, DiskReservedBytes). It is
+// checked on every allocator pass (every roll and allocation attempt) as
+// well as every cleanResourceInterval. When stored use passes
+// diskMaxUsedSpaceRatio or free space is under twice the files ahead, one
+// file is kept ahead instead of preallocateFiles. A forced deletion
+// (diskSpaceCleanForciblyRatio) of a file that has not expired is logged
+// as an error with its bytes and oldest message time and counted
+// (ForcedDeletions, ForcedDeletedBytes, ForcedDeletedOldestMs).
 //
 // # Recovery
 //

@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // Sentinel errors of the store. Errors returned by the store wrap one of
 // these; corruption errors also wrap ErrCorrupt.
@@ -29,3 +32,11 @@ var (
 	// ErrSpillFull is returned when the in-memory spill is full.
 	ErrSpillFull = errors.New("store: write spill full")
 )
+
+// isNoSpace reports whether err is a full disk or an exhausted quota: a
+// condition that passes when space returns, retried with a back-off, not
+// a reason to stop writing until restart. A failed fsync is never one of
+// these: its error is reported as it came and stays fatal to writes.
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}

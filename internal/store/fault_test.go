@@ -183,31 +183,70 @@ func TestENOSPCAtCreation(t *testing.T) {
 	if err == nil || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "00000000000000000000") {
 		t.Fatalf("start on a full disk: %v", err)
 	}
-	// A running store whose allocator hits ENOSPC at a roll.
+	// A running store whose allocator hits ENOSPC: a roll refuses with
+	// SERVICE_NOT_AVAILABLE naming the disk instead of filling memory.
 	fs.SetENOSPC(false, false)
 	cfg.WriteSpillSize = 4096
-	st = openStarted(t, cfg, fs)
-	defer st.Shutdown()
-	fs.SetENOSPC(false, true)
-	var busy PutResult
-	for i := 0; i < 5000; i++ {
-		r := putSync(t, st, testMsg("N", 0, strings.Repeat("z", 200), ""))
+	st = openFastRetry(t, cfg, fs)
+	fs.SetENOSPCOn(cfg.StorePathCommitLog, false, true)
+	want := map[int64]string{}
+	var refused PutResult
+	var held sync.WaitGroup
+	var heldMu sync.Mutex
+	for i := 0; i < 5000 && refused.Status == PutOK; i++ {
+		body := fmt.Sprint("n", i, strings.Repeat("z", 200))
+		held.Add(1)
+		st.PutMessage(testMsg("N", 0, body, ""), func(r PutResult) {
+			defer held.Done()
+			heldMu.Lock()
+			defer heldMu.Unlock()
+			switch r.Status {
+			case PutOK:
+				want[r.QueueOffset] = body
+			case OSPageCacheBusy: // a full spill while the first attempt runs
+			default:
+				refused = r
+			}
+		})
+		heldMu.Lock()
+		r := refused
+		heldMu.Unlock()
 		if r.Status != PutOK {
-			busy = r
 			break
 		}
+		runtime.Gosched()
 	}
-	for st.commitLog.alloc.lastError() == nil {
-		runtime.Gosched() // the allocator's attempt is still running
+	heldMu.Lock()
+	r := refused
+	heldMu.Unlock()
+	if r.Status != ServiceNotAvailable || !strings.Contains(r.Remark, "no space left") || !strings.Contains(r.Remark, cfg.StorePathCommitLog) {
+		t.Fatalf("refusal on a full disk: %v %q", r.Status, r.Remark)
 	}
-	if busy.Status == OSPageCacheBusy {
-		busy = putSync(t, st, testMsg("N", 0, strings.Repeat("z", 200), ""))
+	if s := st.Stats(); s.AllocFailures == 0 || s.NoSpaceRefusals == 0 || s.PutWaitedOnCreate != 0 || s.NoSpace == "" {
+		t.Fatalf("counters: alloc failures %d, refusals %d, waited %d, NoSpace %q", s.AllocFailures, s.NoSpaceRefusals, s.PutWaitedOnCreate, s.NoSpace)
 	}
-	if busy.Status != OSPageCacheBusy || !strings.Contains(busy.Remark, "spill is full") || !strings.Contains(busy.Remark, "no space left") {
-		t.Fatalf("full spill answer: %v %q", busy.Status, busy.Remark)
+	// Space returns: the allocator retries by itself, held answers go
+	// out, and puts are accepted again.
+	fs.SetENOSPC(false, false)
+	var last PutResult
+	for i := 0; i < 1000000; i++ {
+		if last = putSync(t, st, testMsg("N", 0, "after", "")); last.Status == PutOK {
+			break
+		}
+		runtime.Gosched()
 	}
-	if s := st.Stats(); s.AllocFailures == 0 || s.SpillFull == 0 || s.PutWaitedOnCreate != 0 {
-		t.Fatalf("counters: alloc failures %d, spill full %d, waited %d", s.AllocFailures, s.SpillFull, s.PutWaitedOnCreate)
+	if last.Status != PutOK {
+		t.Fatalf("after space returned: %v %q", last.Status, last.Remark)
+	}
+	held.Wait()
+	want[last.QueueOffset] = "after"
+	if s := st.Stats(); s.AllocRetries == 0 {
+		t.Fatal("no allocation retry counted")
+	}
+	waitDispatched(t, st, "N", 0, last.QueueOffset+1)
+	checkAll(t, st, "N", 0, want)
+	if err := st.Shutdown(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -336,28 +375,39 @@ func TestTransientPoolExhaustedAnswersBusy(t *testing.T) {
 	}
 }
 
-// TestWriteErrorIsNeverAcknowledged: on the pwrite path under ASYNC_FLUSH a
-// put whose bytes did not reach the file is not answered PUT_OK, and the
-// store refuses puts until restart.
+// A put whose bytes did not reach the file (ENOSPC on pwrite) is not
+// answered PUT_OK, later puts are refused while the write cannot be done,
+// and the store resumes by itself once the retried write goes through.
 func TestWriteErrorIsNeverAcknowledged(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.WriteWithoutMmap = true
 	cfg.TransientStorePoolEnable = false
 	fs := vfs.NewFaultFS(vfs.OS())
-	st := openStarted(t, cfg, fs)
+	st := openFastRetry(t, cfg, fs)
 	defer st.Shutdown()
 	mustPut(t, st, testMsg("W", 0, "before", ""))
-	fs.SetENOSPC(true, false)
+	fs.SetENOSPCOn(cfg.StorePathCommitLog, true, false)
 	r := putSync(t, st, testMsg("W", 0, "failing", ""))
 	if r.Status == PutOK || !strings.Contains(r.Remark, "no space left") {
 		t.Fatalf("put whose write failed: %v %q", r.Status, r.Remark)
 	}
-	fs.SetENOSPC(false, false)
-	if r := putSync(t, st, testMsg("W", 0, "after", "")); r.Status != ServiceNotAvailable {
-		t.Fatalf("put after a failed write: %v %q", r.Status, r.Remark)
+	if r := putSync(t, st, testMsg("W", 0, "while full", "")); r.Status != ServiceNotAvailable || !strings.Contains(r.Remark, "[NO_SPACE]") {
+		t.Fatalf("put while the disk is full: %v %q", r.Status, r.Remark)
 	}
-	waitDispatched(t, st, "W", 0, 1)
-	if max := st.MaxOffsetInQueue("W", 0); max != 1 {
-		t.Fatalf("queue holds %d messages, want only the acknowledged one", max)
+	if st.Stats().ReadOnly {
+		t.Fatal("ENOSPC made the store read-only")
 	}
+	fs.SetENOSPCOn("", false, false)
+	var after PutResult
+	for i := 0; i < 1000000; i++ {
+		if after = putSync(t, st, testMsg("W", 0, "after", "")); after.Status == PutOK {
+			break
+		}
+		runtime.Gosched()
+	}
+	if after.Status != PutOK {
+		t.Fatalf("after space returned: %v %q", after.Status, after.Remark)
+	}
+	waitDispatched(t, st, "W", 0, after.QueueOffset+1)
+	checkAll(t, st, "W", 0, map[int64]string{0: "before", after.QueueOffset: "after"})
 }

@@ -102,7 +102,13 @@ func (x *indexDispatcher) run() {
 		}
 		seen = c.visible.Load()
 		for {
+			before := x.cursor.Load()
 			more := x.pass(indexBudget)
+			if x.cursor.Load() != before && x.err.Load() != nil {
+				x.err.Store(nil)
+				x.st.noSpace.clear(x.st, condIndex)
+				x.st.logger.Info("store: index building resumed", "cursor", x.cursor.Load())
+			}
 			x.st.stats.indexLag.Record(time.Duration(x.svc.IndexLagBytes(c.maxOffset())) * time.Microsecond)
 			if !more {
 				break
@@ -212,6 +218,11 @@ func (x *indexDispatcher) index(rec []byte, phy int64) error {
 }
 
 func (x *indexDispatcher) fail(err error) {
+	if isNoSpace(err) {
+		// Retried at the next pass (at most a second away); puts are
+		// refused meanwhile.
+		x.st.noSpace.set(x.st, condIndex, err)
+	}
 	msg := err.Error()
 	if p := x.err.Load(); p == nil || *p != msg {
 		x.err.Store(&msg)

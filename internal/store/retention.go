@@ -54,28 +54,16 @@ func isDeleteHour(now time.Time, deleteWhen string) bool {
 	return false
 }
 
-// cleanOnce runs one retention pass: disk-full state, CommitLog files, then
+// cleanOnce runs one retention pass: disk-full state (stored bytes, not
+// the blocks of files allocated ahead), CommitLog files, then
 // consume-queue files below the CommitLog minimum. It never takes the put
 // lock.
 func (st *DefaultMessageStore) cleanOnce() {
 	now := st.fs.Now()
-	used := 0.0
-	if u, err := st.fs.Statfs(st.cfg.commitLogDir()); err == nil {
-		used = u.UsedRatio()
-	} else {
-		st.logger.Warn("store: statfs failed", "dir", st.cfg.commitLogDir(), "err", err)
-	}
-	p := planRetention(now, used, st.live())
-	if p.refusePuts {
-		if st.diskFull.Swap(&p.fullRemark) == nil {
-			st.logger.Error("store: " + p.fullRemark)
-		}
-	} else if st.diskFull.Swap(nil) != nil {
-		st.logger.Info("store: disk space recovered, accepting puts again", "usedPercent", used*100)
-	}
+	_, p := st.checkDiskSpace()
 	st.retryDoomed(now)
 	if p.deleteExpired {
-		if n := st.deleteCommitLogFiles(now, p.deleteUnexpired); n > 0 {
+		if n := st.deleteCommitLogFiles(now, p.deleteUnexpired, p.reason); n > 0 {
 			st.logger.Info("store: deleted CommitLog files", "files", n, "reason", p.reason, "minOffset", st.commitLog.minOffset())
 		}
 	}
@@ -90,7 +78,7 @@ func (st *DefaultMessageStore) cleanOnce() {
 // deleteCommitLogFiles deletes the oldest files: expired ones, or any when
 // force is set. The file being written, and files not yet flushed or
 // dispatched, are kept. At most deleteFileBatchMax go per pass.
-func (st *DefaultMessageStore) deleteCommitLogFiles(now time.Time, force bool) int {
+func (st *DefaultMessageStore) deleteCommitLogFiles(now time.Time, force bool, reason string) int {
 	c := st.commitLog
 	keepFrom := min(c.flushedWhere.Load(), st.disp.reputFrom.Load())
 	lc := st.live()
@@ -107,8 +95,12 @@ func (st *DefaultMessageStore) deleteCommitLogFiles(now time.Time, force bool) i
 			break
 		}
 		last := time.UnixMilli(mf.lastStoreTs.Load())
-		if !force && now.Sub(last) < reserved {
+		unexpired := now.Sub(last) < reserved
+		if !force && unexpired {
 			break
+		}
+		if unexpired {
+			st.forcedDeletion(mf, reason, deleted == 0)
 		}
 		c.mfq.removeFirst(mf)
 		if !mf.destroy(true, now.UnixMilli(), lc.DestroyMapedFileIntervalForcibly) {

@@ -35,6 +35,14 @@ type storeStats struct {
 	filesDeleted      atomic.Int64
 	diskFullRefusals  atomic.Int64
 	syncUnderLock     atomic.Int64
+	spillHeld         atomic.Int64
+	noSpaceRefusals   atomic.Int64
+	noSpaceEvents     atomic.Int64
+	allocRetries      atomic.Int64
+
+	forcedDeletions       atomic.Int64
+	forcedDeletedBytes    atomic.Int64
+	forcedDeletedOldestMs atomic.Int64
 }
 
 // Histogram is a latency histogram snapshot (microsecond buckets).
@@ -71,15 +79,26 @@ type Stats struct {
 	Dispatched        int64
 	FilesDeleted      int64
 	DiskFullRefusals  int64
-	DispatchBehind    int64 // bytes
-	CommitLogMin      int64
-	CommitLogMax      int64
-	CommitLogFlushed  int64
-	ReadOnly          bool
-	ReadOnlyReason    string
-	PageCacheRT       stats.PageCacheRTCounts // cumulative, RocketMQ PAGECACHERT buckets
-	IndexLagBytes     int64
-	IndexError        string
+	// Full disk: puts whose answer waited for the spill's file, puts
+	// refused because a write or allocation found no space, such
+	// conditions begun, and allocation retries.
+	SpillHeld, NoSpaceRefusals, NoSpaceEvents, AllocRetries int64
+	NoSpace                                                 string // the current out-of-space refusal, "" when none
+	DiskStoredRatio                                         float64
+	DiskReservedBytes                                       int64 // allocated ahead, not counted as used
+	// Forced deletions of unexpired CommitLog files (disk above
+	// diskSpaceCleanForciblyRatio): files, bytes, and the store time of
+	// the oldest message the last cleaning pass removed (unix ms).
+	ForcedDeletions, ForcedDeletedBytes, ForcedDeletedOldestMs int64
+	DispatchBehind                                             int64 // bytes
+	CommitLogMin                                               int64
+	CommitLogMax                                               int64
+	CommitLogFlushed                                           int64
+	ReadOnly                                                   bool
+	ReadOnlyReason                                             string
+	PageCacheRT                                                stats.PageCacheRTCounts // cumulative, RocketMQ PAGECACHERT buckets
+	IndexLagBytes                                              int64
+	IndexError                                                 string
 }
 
 // PageCacheRTLine is the cumulative PAGECACHERT distribution in RocketMQ's

@@ -46,6 +46,8 @@ type DefaultMessageStore struct {
 	state     atomic.Int32
 	readOnly  atomic.Pointer[string]
 	diskFull  atomic.Pointer[string]
+	noSpace   noSpaceState // writes that failed with ENOSPC, retried
+	short     atomic.Bool  // space is short: one CommitLog file ahead, not preallocateFiles
 	callbacks atomic.Pointer[[]func(string, int32, int64)]
 
 	stats storeStats
@@ -159,6 +161,16 @@ func (st *DefaultMessageStore) Start() error {
 		st.closeFiles()
 		return fmt.Errorf("store: sync %s: %w", st.cfg.StorePathRootDir, err)
 	}
+	// A checkpoint file exists from the start, so a shutdown on a full
+	// disk can overwrite it in place (writeCheckpoint).
+	if err := st.checkpointWith(st.disp.reputFrom.Load(), true, true); err != nil {
+		if !isNoSpace(err) {
+			st.state.Store(stateStopped)
+			st.closeFiles()
+			return err
+		}
+		st.logger.Error("store: no space for the checkpoint at start; retried while running", "err", err)
+	}
 	c := st.commitLog
 	c.alloc.start()
 	c.flusher.start()
@@ -206,6 +218,7 @@ func (st *DefaultMessageStore) Shutdown() error {
 	if c.committer != nil {
 		c.committer.stop()
 	}
+	c.failVisibleWaiters("store shut down before an earlier write finished")
 	c.flusher.stop()
 	st.disp.stop()
 	if st.index != nil {
@@ -280,6 +293,10 @@ func (st *DefaultMessageStore) writable() (PutStatus, string) {
 	}
 	if p := st.diskFull.Load(); p != nil {
 		st.stats.diskFullRefusals.Add(1)
+		return ServiceNotAvailable, *p
+	}
+	if p := st.noSpace.remark.Load(); p != nil {
+		st.stats.noSpaceRefusals.Add(1)
 		return ServiceNotAvailable, *p
 	}
 	if p := st.disp.failing.Load(); p != nil {
@@ -403,6 +420,16 @@ func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait, systemT
 		// flushCommitLogTimed=false: every put wakes the flusher, which
 		// flushes once flushCommitLogLeastPages are dirty.
 		c.flusher.kick()
+	}
+	if out.spill != nil {
+		// In the in-memory spill the records would not survive a process
+		// crash: the answer waits until the spill has its file.
+		c.holdForSpill(out.spill, res, done)
+		return
+	}
+	if out.behind {
+		c.holdForVisible(out.end, res, done)
+		return
 	}
 	done(res)
 }
@@ -656,6 +683,16 @@ func (st *DefaultMessageStore) Stats() Stats {
 	if p := st.readOnly.Load(); p != nil {
 		out.ReadOnly, out.ReadOnlyReason = true, *p
 	}
+	out.SpillHeld, out.NoSpaceRefusals, out.NoSpaceEvents, out.AllocRetries = s.spillHeld.Load(), s.noSpaceRefusals.Load(), s.noSpaceEvents.Load(), s.allocRetries.Load()
+	out.ForcedDeletions, out.ForcedDeletedBytes, out.ForcedDeletedOldestMs = s.forcedDeletions.Load(), s.forcedDeletedBytes.Load(), s.forcedDeletedOldestMs.Load()
+	if p := st.noSpace.remark.Load(); p != nil {
+		out.NoSpace = *p
+	} else if c := st.commitLog; c.alloc.failing.Load() {
+		out.NoSpace = c.noFileRemark(c.mfq.maxCommitted())
+	}
+	if u, err := st.usage(); err == nil {
+		out.DiskStoredRatio, out.DiskReservedBytes = u.storedRatio(), u.reserved
+	}
 	if st.index != nil {
 		out.IndexLagBytes = st.index.svc.IndexLagBytes(out.CommitLogMax)
 		if p := st.index.err.Load(); p != nil {
@@ -679,10 +716,10 @@ func (st *DefaultMessageStore) flushConsumeQueues() error {
 // writeCheckpoint records what is durable. The dispatched offset is read
 // before the queues are flushed, so every entry below it is durable.
 func (st *DefaultMessageStore) writeCheckpoint() error {
-	return st.checkpointWith(st.disp.reputFrom.Load(), false)
+	return st.checkpointWith(st.disp.reputFrom.Load(), false, true)
 }
 
-func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues bool) error {
+func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues, inPlace bool) error {
 	st.ckMu.Lock()
 	defer st.ckMu.Unlock()
 	if flushQueues {
@@ -705,7 +742,7 @@ func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues bool
 	if st.cfg.FlushDiskType == AsyncFlush {
 		cp.LogicsDispatchedOffset = dispatched
 	}
-	return writeCheckpoint(st.fs, st.cfg.checkpointPath(), cp, st.Failpoint)
+	return writeCheckpoint(st.fs, st.cfg.checkpointPath(), cp, st.Failpoint, inPlace)
 }
 
 // backgroundLoop flushes consume queues and writes the checkpoint every
@@ -728,7 +765,15 @@ func (st *DefaultMessageStore) backgroundLoop() {
 			continue
 		}
 		dispatched := st.disp.reputFrom.Load()
-		if err := st.checkpointWith(dispatched, true); err != nil {
+		err := st.checkpointWith(dispatched, true, false)
+		switch {
+		case err == nil:
+			st.noSpace.clear(st, condCheckpoint)
+		case errors.Is(err, errCheckpointNoSpace):
+			// The checkpoint is only a starting point for recovery: an
+			// older one loses nothing. Retried at the next interval.
+			st.noSpace.set(st, condCheckpoint, err)
+		default:
 			st.setReadOnly(err)
 		}
 	}

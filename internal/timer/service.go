@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spoolmq/spool/internal/store"
@@ -93,6 +94,7 @@ type Service struct {
 	ckMu      sync.Mutex
 	flushWait time.Duration // longest a checkpoint waits for the CommitLog flush
 	ckErr     atomic.Pointer[string]
+	ckNoSpace atomic.Int64 // checkpoints that found no space for the wheel image (retried)
 	ckLast    atomic.Int64
 
 	recovering atomic.Bool
@@ -1046,6 +1048,12 @@ func (s *Service) checkpoint(wait time.Duration) error {
 		return nil // try again next time; nothing is lost by waiting
 	}
 	if err := saveWheelImage(s.fs, s.wheelPath, img.encode()); err != nil {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			// A full disk passes: the last image stays valid and the
+			// next checkpoint tries again (only a failed sync is final).
+			s.ckNoSpace.Add(1)
+			return err
+		}
 		return fail(err)
 	}
 	s.c.checkpoints.Add(1)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -579,4 +580,31 @@ func TestReplayBeforeDelivery(t *testing.T) {
 	if s := b.Stats(); s.SkippedDelivered != 5 {
 		t.Fatalf("stats %+v", s)
 	}
+}
+
+// TestCheckpointRetriedAfterENOSPC: a wheel image that finds the disk full
+// fails that checkpoint only; the next one, with space back, succeeds (a
+// failed sync, by contrast, stops checkpoints for good).
+func TestCheckpointRetriedAfterENOSPC(t *testing.T) {
+	ffs := vfs.NewFaultFS(vfs.OS())
+	h := newHarness(t, ffs)
+	svc := h.start(nil)
+	rnd := rand.New(rand.NewPCG(5, 6))
+	for i := range 20 {
+		h.schedule("e"+strconv.Itoa(i), 1000+int64(i), rnd)
+	}
+	ffs.SetENOSPCOn("timerwheel", true, true)
+	err := svc.Checkpoint()
+	if err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("checkpoint on a full disk: %v", err)
+	}
+	ffs.SetENOSPCOn("", false, false)
+	if err := svc.Checkpoint(); err != nil {
+		t.Fatalf("checkpoint after space returned: %v", err)
+	}
+	h.advance(5 * time.Second)
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.checkExactlyOnce()
 }

@@ -18,6 +18,7 @@ func WriteFileAtomic(fs FS, path string, data []byte, failpoint func(stage strin
 	}
 	if _, err := f.WriteAt(data, 0); err != nil {
 		f.Close()
+		fs.Remove(tmp) // give back what a partial write took (a full disk)
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if failpoint != nil {

@@ -60,7 +60,10 @@ type FaultFS struct {
 	syncErr     error
 	enospcWrite bool
 	enospcAlloc bool
+	enospcOn    string // when set, ENOSPC hits only paths containing it
 	usage       *float64
+	diskTotal   uint64
+	diskFree    uint64
 	now         func() time.Time
 	hook        func(op Op, name string)
 	noRealSync  bool
@@ -107,9 +110,13 @@ func (fs *FaultFS) FailSyncOn(match string, n int64, err error, sticky bool) {
 }
 
 // SetENOSPC makes writes and/or fallocate fail with ENOSPC.
-func (fs *FaultFS) SetENOSPC(write, fallocate bool) {
+func (fs *FaultFS) SetENOSPC(write, fallocate bool) { fs.SetENOSPCOn("", write, fallocate) }
+
+// SetENOSPCOn is SetENOSPC for the paths that contain match only (every
+// path when match is empty).
+func (fs *FaultFS) SetENOSPCOn(match string, write, fallocate bool) {
 	fs.mu.Lock()
-	fs.enospcWrite, fs.enospcAlloc = write, fallocate
+	fs.enospcWrite, fs.enospcAlloc, fs.enospcOn = write, fallocate, match
 	fs.mu.Unlock()
 }
 
@@ -122,6 +129,14 @@ func (fs *FaultFS) SetUsage(ratio float64) {
 	} else {
 		fs.usage = &ratio
 	}
+	fs.mu.Unlock()
+}
+
+// SetDiskSize makes Statfs report total and free bytes (total 0 restores
+// the real figure; SetUsage, when set, wins).
+func (fs *FaultFS) SetDiskSize(total, free uint64) {
+	fs.mu.Lock()
+	fs.diskTotal, fs.diskFree = total, free
 	fs.mu.Unlock()
 }
 
@@ -359,8 +374,11 @@ func (fs *FaultFS) SyncDir(dir string) error {
 // Statfs reports the settable usage, or the real one.
 func (fs *FaultFS) Statfs(path string) (Usage, error) {
 	fs.mu.Lock()
-	u := fs.usage
+	u, total, free := fs.usage, fs.diskTotal, fs.diskFree
 	fs.mu.Unlock()
+	if u == nil && total > 0 {
+		return Usage{Total: total, Free: min(free, total)}, nil
+	}
 	if u != nil {
 		const total = 100 << 30
 		return Usage{Total: total, Free: uint64(float64(total) * (1 - *u))}, nil
@@ -484,7 +502,7 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.before(OpWrite, f.name)
 	f.fs.mu.Lock()
-	full := f.fs.enospcWrite
+	full := f.fs.enospcWrite && strings.Contains(f.name, f.fs.enospcOn)
 	f.fs.mu.Unlock()
 	if full {
 		return 0, enospc("pwrite", f.name)
@@ -537,7 +555,7 @@ func (f *faultFile) Datasync() error {
 func (f *faultFile) Fallocate(mode uint32, off, n int64) error {
 	f.fs.before(OpFallocate, f.name)
 	f.fs.mu.Lock()
-	full := f.fs.enospcAlloc
+	full := f.fs.enospcAlloc && strings.Contains(f.name, f.fs.enospcOn)
 	f.fs.mu.Unlock()
 	if full {
 		return enospc("fallocate", f.name)

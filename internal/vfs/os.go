@@ -68,7 +68,8 @@ func (osFS) Statfs(path string) (Usage, error) {
 	if err := unix.Statfs(path, &st); err != nil {
 		return Usage{}, &os.PathError{Op: "statfs", Path: path, Err: err}
 	}
-	return Usage{Total: st.Blocks * uint64(st.Bsize), Free: st.Bavail * uint64(st.Bsize)}, nil
+	return Usage{Total: st.Blocks * uint64(st.Bsize), Free: st.Bavail * uint64(st.Bsize),
+		Used: (st.Blocks - st.Bfree) * uint64(st.Bsize)}, nil
 }
 
 type lockFile struct{ f *os.File }

@@ -49,14 +49,28 @@ type Clock interface {
 type Usage struct {
 	Total uint64 // bytes
 	Free  uint64 // bytes available to an unprivileged writer
+	// Used is the bytes in use (blocks less free blocks); 0 when unknown,
+	// then Total-Free stands for it.
+	Used uint64
 }
 
-// UsedRatio is the used fraction of the file system in [0, 1].
+// UsedBytes is Used, or Total-Free when Used is unknown.
+func (u Usage) UsedBytes() uint64 {
+	if u.Used > 0 {
+		return u.Used
+	}
+	return u.Total - min(u.Free, u.Total)
+}
+
+// UsedRatio is the used fraction of the file system in [0, 1], as df and
+// RocketMQ count it: used / (used + available), so blocks reserved for
+// root (or held back by the file system) count as neither.
 func (u Usage) UsedRatio() float64 {
-	if u.Total == 0 {
+	used := u.UsedBytes()
+	if used+u.Free == 0 {
 		return 0
 	}
-	return float64(u.Total-u.Free) / float64(u.Total)
+	return float64(used) / float64(used+u.Free)
 }
 
 // FS is the file-system seam.
