@@ -1,0 +1,139 @@
+package layering
+
+import (
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/spoolmq/spool/"
+
+// allowed lists, for every package of the module, the module packages its
+// non-test files may import. A package missing from the table fails the
+// test: a new package states its place when it is added. "*" allows any
+// package of the module (the wiring and the command).
+var allowed = map[string][]string{
+	"message":              {},
+	"remoting":             {},
+	"remoting/transport":   {"remoting"},
+	"internal/clock":       {},
+	"internal/config":      {},
+	"internal/vfs":         {"internal/clock"},
+	"internal/filter":      {"message"},
+	"internal/store/stats": {"internal/clock"},
+	"internal/store/index": {"internal/vfs", "internal/clock"},
+	"internal/store":       {"message", "internal/vfs", "internal/clock", "internal/store/index", "internal/store/stats"},
+	"internal/timer":       {"message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
+	"internal/namesrv":     {"remoting", "remoting/transport", "internal/clock"},
+	"internal/broker":      {"*"},
+	"internal/testkit":     {"*"},
+	"internal/layering":    {},
+	"cmd/spool":            {"*"},
+	"bench/redisdrain":     {},
+	"test/e2e":             {"*"},
+	"test/incidents":       {"*"},
+}
+
+// onlyTests are packages that no non-test file may import.
+var onlyTests = []string{"internal/testkit"}
+
+func moduleRoot(t *testing.T) string {
+	dir, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatalf("module root not found at %s: %v", dir, err)
+	}
+	return dir
+}
+
+// packages returns every package directory of the module with the module
+// packages its non-test files import.
+func packages(t *testing.T, root string) map[string][]string {
+	out := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+			return filepath.SkipDir
+		}
+		p, err := build.ImportDir(path, 0)
+		if err != nil {
+			if _, ok := err.(*build.NoGoError); ok {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		var mine []string
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, module) {
+				mine = append(mine, strings.TrimPrefix(imp, module))
+			}
+		}
+		sort.Strings(mine)
+		out[rel] = mine
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestImportsFollowTheLayering(t *testing.T) {
+	pkgs := packages(t, moduleRoot(t))
+	if len(pkgs) < 10 {
+		t.Fatalf("found only %d packages: %v", len(pkgs), pkgs)
+	}
+	for pkg, imports := range pkgs {
+		rule, ok := allowed[pkg]
+		if !ok {
+			t.Errorf("%s has no entry in the layering table (internal/layering and docs/design.md)", pkg)
+			continue
+		}
+		for _, imp := range imports {
+			for _, only := range onlyTests {
+				if imp == only {
+					t.Errorf("%s imports %s, which only tests may import", pkg, imp)
+				}
+			}
+			if !permits(rule, imp) {
+				t.Errorf("%s imports %s; it may import only %v", pkg, imp, rule)
+			}
+		}
+	}
+}
+
+func permits(rule []string, imp string) bool {
+	for _, r := range rule {
+		if r == "*" || r == imp {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPermits keeps the checker honest: a forbidden import is reported.
+func TestPermits(t *testing.T) {
+	if permits(allowed["internal/store"], "internal/broker") {
+		t.Fatal("the store may not import the broker")
+	}
+	if permits(allowed["message"], "remoting") {
+		t.Fatal("message imports nothing of the module")
+	}
+	if !permits(allowed["cmd/spool"], "internal/broker") {
+		t.Fatal("the command wires the broker")
+	}
+}
