@@ -226,17 +226,14 @@ func (s *transactionCheckService) round() {
 		cfg = s.b.config()
 		conn := s.b.producers.AnyConn(h.group)
 		if conn == nil {
-			// Nothing is read for a group without a live producer. As in
-			// RocketMQ the round still counts as a check attempt, so a
-			// half whose producer is gone is given up after
-			// transactionCheckMax rounds (that move reads it once).
 			s.skippedNoProducer.Add(1)
-			if int(h.checks) < cfg.TransactionCheckMax {
-				attempts.add(s, h.queueOffset)
-				continue
-			}
 		}
-		if h.phy < s.b.store.MinPhyOffset() {
+		step := planCheck(h, conn != nil, s.b.store.MinPhyOffset, cfg.TransactionCheckMax)
+		switch step {
+		case stepCount:
+			attempts.add(s, h.queueOffset)
+			continue
+		case stepExpire:
 			if s.idx.resolve(h.queueOffset) {
 				s.expired.Add(1)
 			}
@@ -262,12 +259,44 @@ func (s *transactionCheckService) round() {
 			s.idx.resolve(h.queueOffset)
 			continue
 		}
-		if int(h.checks) >= cfg.TransactionCheckMax || conn == nil {
+		if step == stepGiveUp {
 			s.giveUp(x, h)
 			continue
 		}
 		s.sendCheck(conn, rec, x, h, cfg)
 	}
+}
+
+// checkStep is what a round does with one candidate half.
+type checkStep int
+
+const (
+	// stepCount counts one check attempt and reads nothing: the half's
+	// group has no live producer connection and fewer than
+	// transactionCheckMax attempts.
+	stepCount checkStep = iota
+	// stepExpire drops the half: its record left the CommitLog.
+	stepExpire
+	// stepCheck reads the half and sends CHECK_TRANSACTION_STATE.
+	stepCheck
+	// stepGiveUp reads the half and moves it to TRANS_CHECK_MAX_TIME_TOPIC.
+	stepGiveUp
+)
+
+// planCheck decides a round's step for candidate h. As in RocketMQ a round
+// without a producer still counts as an attempt, so a half whose producer
+// is gone is given up after transactionCheckMax rounds (that move reads it
+// once). minPhy (the CommitLog's first offset) is read only when needed.
+func planCheck(h pendingHalf, hasProducer bool, minPhy func() int64, checkMax int) checkStep {
+	switch {
+	case !hasProducer && int(h.checks) < checkMax:
+		return stepCount
+	case h.phy < minPhy():
+		return stepExpire
+	case int(h.checks) >= checkMax || !hasProducer:
+		return stepGiveUp
+	}
+	return stepCheck
 }
 
 // sendCheck sends CHECK_TRANSACTION_STATE for x and records the check.

@@ -32,6 +32,14 @@
 //	  the CommitLog flush, replace timerwheel atomically, remove timer-log
 //	  files nothing references
 //
+// The wheel's state and every decision about it (where a timer is linked,
+// what is due, when a slot is finished, what a checkpoint holds) are in
+// one pure type, wheel (wheel.go): no goroutine, no clock read, no file
+// I/O. The goroutines above are its drivers (enqueue.go, deliver.go,
+// checkpoint.go): they read and write the timer log and the wheel file,
+// deliver, and feed the wheel what they read. testdata/wheel holds its
+// scenarios.
+//
 // A timer due at d belongs to slot (d/1000) mod slots. A timer whose
 // second is at or before the cursor goes to the cursor's slot (and straight
 // into the loaded slot's in-memory heap); a timer more than a wheel round

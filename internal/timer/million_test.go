@@ -105,7 +105,7 @@ func millionSetup(tb testing.TB, n int, span time.Duration) *millionRun {
 		tb.Fatal(err)
 	}
 	pre.state.Store(stateRunning)
-	pre.nslots, pre.counts = 1, make([]atomic.Int32, 1)
+	pre.w = &wheel{nslots: 1, counts: make([]atomic.Int32, 1)}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for i := range n {
 		due := t0 + 1000 + rnd.Int64N(span.Milliseconds())

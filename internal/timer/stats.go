@@ -66,7 +66,9 @@ func (s *Service) Stats() Stats {
 		out.LogEnd = s.log.end.Load()
 	}
 	s.mu.Lock()
-	out.Cursor, out.EnqueueOffset = s.cursor, s.enqOffset
+	if s.w != nil {
+		out.Cursor, out.EnqueueOffset = s.w.cursor, s.w.enqOffset
+	}
 	s.mu.Unlock()
 	return out
 }

@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestTransactionRoundScenarios runs the scenario files in testdata/txcheck:
+// which halves a check round takes (the index's candidates) and what it
+// does with each (planCheck), with the round's effects on the check counts
+// applied as the service applies them. Commands:
+//
+//	half q=N phy=OFF born=MS [immunity=MS] [checks=N] group=G
+//	                      index a pending half
+//	round now=MS timeout=MS max=N minphy=OFF [producers=(G,...)] [send-fails=(Q,...)]
+//	                      one round: each candidate's step and count after it
+//	pending               the halves still indexed
+func TestTransactionRoundScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata/txcheck", func(t *testing.T, path string) {
+		idx := newTransactionIndex()
+		idx.finishRebuild(0)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			num := func(key string, def int64) int64 {
+				for _, a := range d.CmdArgs {
+					if a.Key == key {
+						v, err := strconv.ParseInt(a.Vals[0], 10, 64)
+						if err != nil {
+							d.Fatalf(t, "%s: %v", key, err)
+						}
+						return v
+					}
+				}
+				return def
+			}
+			set := func(key string) map[string]bool {
+				out := map[string]bool{}
+				for _, a := range d.CmdArgs {
+					if a.Key == key {
+						for _, v := range a.Vals {
+							out[v] = true
+						}
+					}
+				}
+				return out
+			}
+			var out strings.Builder
+			switch d.Cmd {
+			case "half":
+				var group string
+				d.ScanArgs(t, "group", &group)
+				idx.add(&pendingHalf{queueOffset: num("q", 0), phy: num("phy", 0), size: 100, born: num("born", 0),
+					immunityMs: num("immunity", 0), checks: int32(num("checks", 0)), group: group})
+				return "ok"
+			case "round":
+				producers, fails := set("producers"), set("send-fails")
+				minPhy := num("minphy", 0)
+				for _, h := range idx.candidates(num("now", 0), num("timeout", 6000)) {
+					step := planCheck(h, producers[h.group], func() int64 { return minPhy }, int(num("max", 15)))
+					q := strconv.FormatInt(h.queueOffset, 10)
+					switch step {
+					case stepCount:
+						fmt.Fprintf(&out, "half %s: no producer of %s, nothing read; attempts %d\n", q, h.group, idx.addCheck(h.queueOffset))
+					case stepExpire:
+						idx.resolve(h.queueOffset)
+						fmt.Fprintf(&out, "half %s: record left the CommitLog, dropped\n", q)
+					case stepCheck:
+						if fails[q] {
+							fmt.Fprintf(&out, "half %s: read, check to %s not sent, not counted; attempts %d\n", q, h.group, h.checks)
+							continue
+						}
+						fmt.Fprintf(&out, "half %s: read, check sent to %s; attempts %d\n", q, h.group, idx.addCheck(h.queueOffset))
+					case stepGiveUp:
+						idx.resolve(h.queueOffset)
+						fmt.Fprintf(&out, "half %s: read, given up after %d attempts (TRANS_CHECK_MAX_TIME_TOPIC)\n", q, h.checks)
+					}
+				}
+				if out.Len() == 0 {
+					return "no half old enough"
+				}
+			case "pending":
+				for _, h := range idx.candidates(1<<62, 0) {
+					fmt.Fprintf(&out, "half %d: group %s, attempts %d\n", h.queueOffset, h.group, h.checks)
+				}
+				if out.Len() == 0 {
+					return "none"
+				}
+			default:
+				d.Fatalf(t, "unknown command %s", d.Cmd)
+			}
+			return out.String()
+		})
+	})
+}
