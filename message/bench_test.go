@@ -46,3 +46,15 @@ func BenchmarkNewUniqID(b *testing.B) {
 		NewUniqID()
 	}
 }
+
+func BenchmarkViewRecord(b *testing.B) {
+	rec := EncodeRecord(nil, sampleInner(v4(10, 0, 0, 1, 50000), v4(192, 168, 0, 2, 10911)), "")
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := ViewRecord(rec)
+		if err != nil || v.QueueOffset() != 0 || len(v.Topic()) == 0 {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,20 +1,26 @@
 package message
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/spoolmq/spool/internal/corrupt"
+)
 
 // Errors returned by the decoders and encoders of this package. Decoding
-// errors are wrapped with %w and a description of what was found.
+// errors are wrapped with %w and a description of what was found; those
+// about the bytes of a stored record (too short, bad magic, bad CRC, bad
+// length) also match corrupt.ErrCorruption.
 var (
 	// ErrRecordTooShort: the bytes end before the record (or a field) does.
-	ErrRecordTooShort = errors.New("message: record too short")
+	ErrRecordTooShort = corrupt.New("message: record too short")
 	// ErrBadMagic: the magic code is neither V1, V2 nor blank.
-	ErrBadMagic = errors.New("message: bad magic code")
+	ErrBadMagic = corrupt.New("message: bad magic code")
 	// ErrBlankRecord: the blank marker at the end of a commit-log file.
 	ErrBlankRecord = errors.New("message: blank end-of-file marker")
 	// ErrBadCRC: the body CRC does not match the body.
-	ErrBadCRC = errors.New("message: body CRC mismatch")
+	ErrBadCRC = corrupt.New("message: body CRC mismatch")
 	// ErrBadLength: a length field is negative or disagrees with TOTALSIZE.
-	ErrBadLength = errors.New("message: bad length field")
+	ErrBadLength = corrupt.New("message: bad length field")
 	// ErrPropertiesTooLong: the property string exceeds 32767 bytes.
 	ErrPropertiesTooLong = errors.New("message: properties longer than 32767 bytes")
 	// ErrTopicTooLong: the topic exceeds 127 bytes (V1 records only).

@@ -1,6 +1,7 @@
 package message
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -190,4 +191,26 @@ func TagsHashCode(tags string) int64 {
 		}
 	}
 	return int64(h)
+}
+
+// PropertyBytes is LookupProperty over an encoded property string held as
+// bytes: it allocates nothing and the value aliases props.
+func PropertyBytes(props []byte, name string) ([]byte, bool) {
+	var val []byte
+	found := false
+	for len(props) > 0 {
+		end := bytes.IndexByte(props, PropertySeparator)
+		seg := props
+		if end >= 0 {
+			seg, props = props[:end], props[end+1:]
+		} else {
+			props = nil
+		}
+		if len(seg) > len(name) && string(seg[:len(name)]) == name && seg[len(name)] == NameValueSeparator {
+			if v := seg[len(name)+1:]; len(v) > 0 {
+				val, found = v, true
+			}
+		}
+	}
+	return val, found
 }
