@@ -17,17 +17,18 @@ const module = "github.com/spoolmq/spool/"
 // test: a new package states its place when it is added. "*" allows any
 // package of the module (the wiring and the command).
 var allowed = map[string][]string{
-	"message":              {},
+	"internal/corrupt":     {},
+	"message":              {"internal/corrupt"},
 	"remoting":             {},
 	"remoting/transport":   {"remoting"},
 	"internal/clock":       {},
 	"internal/config":      {},
 	"internal/vfs":         {"internal/clock"},
-	"internal/filter":      {"message"},
+	"internal/filter":      {"internal/corrupt", "message"},
 	"internal/store/stats": {"internal/clock"},
-	"internal/store/index": {"internal/vfs", "internal/clock"},
-	"internal/store":       {"message", "internal/vfs", "internal/clock", "internal/store/index", "internal/store/stats"},
-	"internal/timer":       {"message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
+	"internal/store/index": {"internal/corrupt", "internal/vfs", "internal/clock"},
+	"internal/store":       {"internal/corrupt", "message", "internal/vfs", "internal/clock", "internal/store/index", "internal/store/stats"},
+	"internal/timer":       {"internal/corrupt", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
 	"internal/namesrv":     {"remoting", "remoting/transport", "internal/clock"},
 	"internal/broker":      {"*"},
 	"internal/testkit":     {"*"},
