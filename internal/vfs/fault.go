@@ -2,71 +2,56 @@ package vfs
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
-// Op names an operation kind FaultFS can slow down or count.
-type Op int
-
-// Operation kinds.
-const (
-	OpCreate Op = iota // OpenFile with O_CREATE, Create
-	OpOpen
-	OpRead
-	OpWrite
-	OpSync // Sync, Datasync and Msync
-	OpFallocate
-	OpTruncate
-	OpMmap
-	OpRename
-	OpRemove
-	OpSyncDir
-	opCount
-)
-
-var opNames = [opCount]string{"create", "open", "read", "write", "sync", "fallocate", "truncate", "mmap", "rename", "remove", "syncdir"}
-
-func (o Op) String() string {
-	if o >= 0 && o < opCount {
-		return opNames[o]
-	}
-	return fmt.Sprintf("op(%d)", int(o))
+// FaultFS is an Injector over a crash tracker over an FS (normally OS):
+// every fault of the Injector, plus a crash model (Crash) that keeps only
+// what was synced. Files it tracks are held in memory as their last synced
+// image, and a sync reads the whole file back, so it is meant for
+// test-sized stores on a real disk; MemFS models crashes without a disk
+// and without copying whole files.
+type FaultFS struct {
+	*Injector
+	crash *crashFS
 }
 
-// FaultFS wraps an FS (normally OS) and injects faults: added latency per
-// operation kind, EIO on the Nth sync, ENOSPC on writes or fallocate, a
-// settable disk usage and clock, and a crash model (Crash) that keeps only
-// what was synced. Files it tracks are held in memory as their last synced
-// image, so it is meant for test-sized stores.
-type FaultFS struct {
+// NewFaultFS wraps inner. Files that already exist are taken as durable as
+// they are.
+func NewFaultFS(inner FS) *FaultFS {
+	c := &crashFS{inner: inner, files: map[string]*faultState{}, removed: map[string]*faultState{},
+		dirs: map[string]map[string]*faultState{}}
+	return &FaultFS{Injector: NewInjector(c), crash: c}
+}
+
+// SkipRealSync makes syncs record their effect in the crash model without
+// asking the kernel (fast tests; the crash model stays exact).
+func (fs *FaultFS) SkipRealSync(skip bool) {
+	fs.crash.mu.Lock()
+	fs.crash.noRealSync = skip
+	fs.crash.mu.Unlock()
+}
+
+// Crash rewrites the tracked files under root as a power loss would leave
+// them: each file keeps only its last synced image, entries not made
+// durable by SyncDir disappear, and removals not made durable come back.
+// Every file must be closed (and unmapped) first. Afterwards every file is
+// taken as durable again.
+func (fs *FaultFS) Crash(root string, opt CrashOptions) error { return fs.crash.Crash(root, opt) }
+
+// crashFS tracks, for every file of an FS, its last synced image and which
+// directory entries are durable.
+type crashFS struct {
 	inner FS
 
-	mu          sync.Mutex
-	latency     [opCount]time.Duration
-	counts      [opCount]int64
-	syncN       int64 // syncs so far
-	failSyncAt  int64 // 0: never; else the syncN that fails (and every later one when failSticky)
-	failSticky  bool
-	failMatch   string
-	syncErr     error
-	enospcWrite bool
-	enospcAlloc bool
-	enospcOn    string // when set, ENOSPC hits only paths containing it
-	usage       *float64
-	diskTotal   uint64
-	diskFree    uint64
-	now         func() time.Time
-	hook        func(op Op, name string)
-	noRealSync  bool
+	mu         sync.Mutex
+	noRealSync bool
 
 	files   map[string]*faultState // live name -> state
 	removed map[string]*faultState // removed names not yet made durable by SyncDir
@@ -79,147 +64,17 @@ type faultState struct {
 	everSynced bool
 }
 
-// NewFaultFS wraps inner. Files that already exist are taken as durable as
-// they are.
-func NewFaultFS(inner FS) *FaultFS {
-	return &FaultFS{inner: inner, files: map[string]*faultState{}, removed: map[string]*faultState{},
-		dirs: map[string]map[string]*faultState{}}
-}
-
-// SetLatency adds d before every operation of kind op.
-func (fs *FaultFS) SetLatency(op Op, d time.Duration) {
-	fs.mu.Lock()
-	fs.latency[op] = d
-	fs.mu.Unlock()
-}
-
-// FailSync makes the nth sync from now fail with err (EIO when nil); with
-// sticky every later one fails too.
-func (fs *FaultFS) FailSync(n int64, err error, sticky bool) { fs.FailSyncOn("", n, err, sticky) }
-
-// FailSyncOn is FailSync counting only syncs of paths that contain match.
-func (fs *FaultFS) FailSyncOn(match string, n int64, err error, sticky bool) {
-	if err == nil {
-		err = syscall.EIO
-	}
-	fs.mu.Lock()
-	fs.syncN = 0
-	fs.failMatch = match
-	fs.failSyncAt, fs.syncErr, fs.failSticky = n, err, sticky
-	fs.mu.Unlock()
-}
-
-// SetENOSPC makes writes and/or fallocate fail with ENOSPC.
-func (fs *FaultFS) SetENOSPC(write, fallocate bool) { fs.SetENOSPCOn("", write, fallocate) }
-
-// SetENOSPCOn is SetENOSPC for the paths that contain match only (every
-// path when match is empty).
-func (fs *FaultFS) SetENOSPCOn(match string, write, fallocate bool) {
-	fs.mu.Lock()
-	fs.enospcWrite, fs.enospcAlloc, fs.enospcOn = write, fallocate, match
-	fs.mu.Unlock()
-}
-
-// SetUsage makes Statfs report the given used ratio (0..1); negative
-// restores the real figure.
-func (fs *FaultFS) SetUsage(ratio float64) {
-	fs.mu.Lock()
-	if ratio < 0 {
-		fs.usage = nil
-	} else {
-		fs.usage = &ratio
-	}
-	fs.mu.Unlock()
-}
-
-// SetDiskSize makes Statfs report total and free bytes (total 0 restores
-// the real figure; SetUsage, when set, wins).
-func (fs *FaultFS) SetDiskSize(total, free uint64) {
-	fs.mu.Lock()
-	fs.diskTotal, fs.diskFree = total, free
-	fs.mu.Unlock()
-}
-
-// SetClock replaces the clock (nil restores the inner one).
-func (fs *FaultFS) SetClock(now func() time.Time) {
-	fs.mu.Lock()
-	fs.now = now
-	fs.mu.Unlock()
-}
-
-// SkipRealSync makes syncs record their effect in the crash model without
-// asking the kernel (fast tests; the crash model stays exact).
-func (fs *FaultFS) SkipRealSync(skip bool) {
-	fs.mu.Lock()
-	fs.noRealSync = skip
-	fs.mu.Unlock()
-}
-
-func (fs *FaultFS) realSync() bool {
+func (fs *crashFS) realSync() bool {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	return !fs.noRealSync
 }
 
-// SetHook installs a function called before every operation.
-func (fs *FaultFS) SetHook(h func(op Op, name string)) {
-	fs.mu.Lock()
-	fs.hook = h
-	fs.mu.Unlock()
-}
-
-// Count is how many operations of a kind ran.
-func (fs *FaultFS) Count(op Op) int64 {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return fs.counts[op]
-}
-
-// before counts op, runs the hook and sleeps the configured latency.
-func (fs *FaultFS) before(op Op, name string) {
-	fs.mu.Lock()
-	fs.counts[op]++
-	d, h := fs.latency[op], fs.hook
-	fs.mu.Unlock()
-	if h != nil {
-		h(op, name)
-	}
-	if d > 0 {
-		time.Sleep(d)
-	}
-}
-
-func (fs *FaultFS) syncFault(name string) error {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.failMatch != "" && !strings.Contains(name, fs.failMatch) {
-		return nil
-	}
-	fs.syncN++
-	if fs.failSyncAt > 0 && (fs.syncN == fs.failSyncAt || (fs.failSticky && fs.syncN > fs.failSyncAt)) {
-		return &os.PathError{Op: "fsync", Path: name, Err: fmt.Errorf("%w: %w", ErrInjected, fs.syncErr)}
-	}
-	return nil
-}
-
-func enospc(op, name string) error {
-	return &os.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: %w", ErrInjected, syscall.ENOSPC)}
-}
-
-// Now is the settable clock.
-func (fs *FaultFS) Now() time.Time {
-	fs.mu.Lock()
-	now := fs.now
-	fs.mu.Unlock()
-	if now != nil {
-		return now()
-	}
-	return fs.inner.Now()
-}
+func (fs *crashFS) Now() time.Time { return fs.inner.Now() }
 
 // state returns the tracked state of name, creating it for a file that
 // existed before tracking (durable as it is).
-func (fs *FaultFS) stateLocked(name string, existed bool) *faultState {
+func (fs *crashFS) stateLocked(name string, existed bool) *faultState {
 	if s := fs.files[name]; s != nil {
 		return s
 	}
@@ -235,7 +90,7 @@ func (fs *FaultFS) stateLocked(name string, existed bool) *faultState {
 	return s
 }
 
-func (fs *FaultFS) dirEntriesLocked(dir string) map[string]*faultState {
+func (fs *crashFS) dirEntriesLocked(dir string) map[string]*faultState {
 	d := fs.dirs[dir]
 	if d == nil {
 		d = map[string]*faultState{}
@@ -262,12 +117,7 @@ func readAll(inner FS, name string) ([]byte, error) {
 }
 
 // OpenFile opens name, tracking it for the crash model.
-func (fs *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	op := OpOpen
-	if flag&os.O_CREATE != 0 {
-		op = OpCreate
-	}
-	fs.before(op, name)
+func (fs *crashFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	_, statErr := fs.inner.Stat(name)
 	existed := statErr == nil
 	f, err := fs.inner.OpenFile(name, flag, perm)
@@ -287,13 +137,12 @@ func (fs *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, erro
 }
 
 // Create creates or truncates name.
-func (fs *FaultFS) Create(name string) (File, error) {
+func (fs *crashFS) Create(name string) (File, error) {
 	return fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 }
 
 // Remove removes name; the removal is durable after SyncDir.
-func (fs *FaultFS) Remove(name string) error {
-	fs.before(OpRemove, name)
+func (fs *crashFS) Remove(name string) error {
 	st, _ := fs.inner.Stat(name)
 	if err := fs.inner.Remove(name); err != nil {
 		return err
@@ -311,8 +160,7 @@ func (fs *FaultFS) Remove(name string) error {
 }
 
 // Rename renames; durable after SyncDir of both directories.
-func (fs *FaultFS) Rename(oldname, newname string) error {
-	fs.before(OpRename, oldname)
+func (fs *crashFS) Rename(oldname, newname string) error {
 	_, statErr := fs.inner.Stat(oldname)
 	if err := fs.inner.Rename(oldname, newname); err != nil {
 		return err
@@ -333,16 +181,12 @@ func (fs *FaultFS) Rename(oldname, newname string) error {
 	return nil
 }
 
-func (fs *FaultFS) MkdirAll(dir string, perm os.FileMode) error { return fs.inner.MkdirAll(dir, perm) }
-func (fs *FaultFS) ReadDir(dir string) ([]string, error)        { return fs.inner.ReadDir(dir) }
-func (fs *FaultFS) Stat(name string) (os.FileInfo, error)       { return fs.inner.Stat(name) }
+func (fs *crashFS) MkdirAll(dir string, perm os.FileMode) error { return fs.inner.MkdirAll(dir, perm) }
+func (fs *crashFS) ReadDir(dir string) ([]string, error)        { return fs.inner.ReadDir(dir) }
+func (fs *crashFS) Stat(name string) (os.FileInfo, error)       { return fs.inner.Stat(name) }
 
 // SyncDir makes the current entries of dir durable.
-func (fs *FaultFS) SyncDir(dir string) error {
-	fs.before(OpSyncDir, dir)
-	if err := fs.syncFault(dir); err != nil {
-		return err
-	}
+func (fs *crashFS) SyncDir(dir string) error {
 	if fs.realSync() {
 		if err := fs.inner.SyncDir(dir); err != nil {
 			return err
@@ -371,23 +215,11 @@ func (fs *FaultFS) SyncDir(dir string) error {
 	return nil
 }
 
-// Statfs reports the settable usage, or the real one.
-func (fs *FaultFS) Statfs(path string) (Usage, error) {
-	fs.mu.Lock()
-	u, total, free := fs.usage, fs.diskTotal, fs.diskFree
-	fs.mu.Unlock()
-	if u == nil && total > 0 {
-		return Usage{Total: total, Free: min(free, total)}, nil
-	}
-	if u != nil {
-		const total = 100 << 30
-		return Usage{Total: total, Free: uint64(float64(total) * (1 - *u))}, nil
-	}
-	return fs.inner.Statfs(path)
-}
+// Statfs delegates to the inner FS.
+func (fs *crashFS) Statfs(path string) (Usage, error) { return fs.inner.Statfs(path) }
 
 // Lock delegates to the inner FS.
-func (fs *FaultFS) Lock(name string) (io.Closer, error) { return fs.inner.Lock(name) }
+func (fs *crashFS) Lock(name string) (io.Closer, error) { return fs.inner.Lock(name) }
 
 // CrashOptions tune Crash.
 type CrashOptions struct {
@@ -397,12 +229,8 @@ type CrashOptions struct {
 	Rand    *rand.Rand
 }
 
-// Crash rewrites the tracked files under root as a power loss would leave
-// them: each file keeps only its last synced image, entries not made
-// durable by SyncDir disappear, and removals not made durable come back.
-// Every file must be closed (and unmapped) first. Afterwards every file is
-// taken as durable again.
-func (fs *FaultFS) Crash(root string, opt CrashOptions) error {
+// Crash is FaultFS.Crash.
+func (fs *crashFS) Crash(root string, opt CrashOptions) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	rnd := opt.Rand
@@ -452,7 +280,7 @@ func ignoreNotExist(err error) error {
 	return err
 }
 
-func (fs *FaultFS) writeImageLocked(p string, s *faultState, garbage bool, rnd *rand.Rand) error {
+func (fs *crashFS) writeImageLocked(p string, s *faultState, garbage bool, rnd *rand.Rand) error {
 	cur, _ := readAll(fs.inner, p)
 	img := append([]byte(nil), s.durable...)
 	if garbage {
@@ -483,7 +311,7 @@ func (fs *FaultFS) writeImageLocked(p string, s *faultState, garbage bool, rnd *
 }
 
 type faultFile struct {
-	fs   *FaultFS
+	fs   *crashFS
 	f    File
 	name string
 	st   *faultState
@@ -495,18 +323,10 @@ type faultFile struct {
 func (f *faultFile) Name() string { return f.name }
 
 func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
-	f.fs.before(OpRead, f.name)
 	return f.f.ReadAt(p, off)
 }
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
-	f.fs.before(OpWrite, f.name)
-	f.fs.mu.Lock()
-	full := f.fs.enospcWrite && strings.Contains(f.name, f.fs.enospcOn)
-	f.fs.mu.Unlock()
-	if full {
-		return 0, enospc("pwrite", f.name)
-	}
 	return f.f.WriteAt(p, off)
 }
 
@@ -527,10 +347,6 @@ func (f *faultFile) snapshot() error {
 }
 
 func (f *faultFile) Sync() error {
-	f.fs.before(OpSync, f.name)
-	if err := f.fs.syncFault(f.name); err != nil {
-		return err
-	}
 	if f.fs.realSync() {
 		if err := f.f.Sync(); err != nil {
 			return err
@@ -540,10 +356,6 @@ func (f *faultFile) Sync() error {
 }
 
 func (f *faultFile) Datasync() error {
-	f.fs.before(OpSync, f.name)
-	if err := f.fs.syncFault(f.name); err != nil {
-		return err
-	}
 	if f.fs.realSync() {
 		if err := f.f.Datasync(); err != nil {
 			return err
@@ -553,23 +365,14 @@ func (f *faultFile) Datasync() error {
 }
 
 func (f *faultFile) Fallocate(mode uint32, off, n int64) error {
-	f.fs.before(OpFallocate, f.name)
-	f.fs.mu.Lock()
-	full := f.fs.enospcAlloc && strings.Contains(f.name, f.fs.enospcOn)
-	f.fs.mu.Unlock()
-	if full {
-		return enospc("fallocate", f.name)
-	}
 	return f.f.Fallocate(mode, off, n)
 }
 
 func (f *faultFile) Truncate(n int64) error {
-	f.fs.before(OpTruncate, f.name)
 	return f.f.Truncate(n)
 }
 
 func (f *faultFile) Mmap(off int64, length int) ([]byte, error) {
-	f.fs.before(OpMmap, f.name)
 	b, err := f.f.Mmap(off, length)
 	if err != nil {
 		return nil, err
@@ -608,10 +411,6 @@ func (f *faultFile) fileOffset(b []byte) (int64, bool) {
 }
 
 func (f *faultFile) Msync(b []byte) error {
-	f.fs.before(OpSync, f.name)
-	if err := f.fs.syncFault(f.name); err != nil {
-		return err
-	}
 	if f.fs.realSync() {
 		if err := f.f.Msync(b); err != nil {
 			return err

@@ -4,12 +4,15 @@
 // FS, so that tests can slow operations down, make them fail and model
 // what survives a crash.
 //
-// The package owns the OS implementation (OS, built on golang.org/x/sys/unix)
-// and the fault-injecting wrapper (FaultFS). It must never buffer writes on
-// its own, retry a failed sync, or hide an error from the caller: the store
-// decides what an error means.
+// The package owns the OS implementation (OS, built on golang.org/x/sys/unix),
+// the in-memory implementation with the crash model (MemFS), the fault
+// injector that wraps any FS (Injector: latency, EIO on the Nth sync,
+// ENOSPC, disk usage, clock) and FaultFS, an Injector over a crash tracker
+// of a real disk. It must never buffer writes on its own, retry a failed
+// sync, or hide an error from the caller: the store decides what an error
+// means.
 //
-// Crash model of FaultFS (see FaultFS.Crash):
+// Crash model of MemFS.Crash and FaultFS.Crash:
 //
 //	file contents  : only bytes covered by a successful Sync/Datasync of the
 //	                 file (pwrite and mapped writes alike) or by a Msync of the
@@ -31,7 +34,7 @@ import (
 
 // Sentinel errors of the package.
 var (
-	// ErrInjected marks an error produced by FaultFS.
+	// ErrInjected marks an error produced by an Injector.
 	ErrInjected = errors.New("vfs: injected fault")
 	// ErrLocked is returned by Lock when another process holds the lock.
 	ErrLocked = errors.New("vfs: lock held by another process")
