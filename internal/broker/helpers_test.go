@@ -103,13 +103,21 @@ func startBroker(t *testing.T, mutate func(*Config, *store.Config)) *testEnv {
 
 func startBrokerIn(t *testing.T, dir string, mutate func(*Config, *store.Config)) *testEnv {
 	t.Helper()
+	return startBrokerOpts(t, dir, Options{}, mutate)
+}
+
+// startBrokerOpts is startBrokerIn with options (a clock); the store
+// configuration, name server and logger are the test's own.
+func startBrokerOpts(t *testing.T, dir string, opts Options, mutate func(*Config, *store.Config)) *testEnv {
+	t.Helper()
 	cfg := testConfig()
 	scfg := testStoreConfig(dir)
 	if mutate != nil {
 		mutate(&cfg, &scfg)
 	}
 	ns := newRecordingNamesrv()
-	b, err := New(cfg, Options{StoreConfig: scfg, LocalNamesrv: ns, Logger: testLogger(t)})
+	opts.StoreConfig, opts.LocalNamesrv, opts.Logger = scfg, ns, testLogger(t)
+	b, err := New(cfg, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

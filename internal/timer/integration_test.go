@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
@@ -34,7 +35,7 @@ func TestWithStore(t *testing.T) {
 	root := t.TempDir()
 	ffs := vfs.NewFaultFS(vfs.OS())
 	ffs.SkipRealSync(true)
-	clk := newFakeClock(time.UnixMilli(t0))
+	clk := clock.NewManual(time.UnixMilli(t0))
 	rnd := rand.New(rand.NewPCG(9, 9))
 	var mu sync.Mutex
 	due := map[string]int64{}
