@@ -14,6 +14,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -81,7 +82,7 @@ func startBusyBroker(t *testing.T, mutate func(*Config, *store.Config), wrap fun
 	t.Helper()
 	dir := t.TempDir()
 	cfg := testConfig()
-	scfg := testStoreConfig(dir)
+	scfg := testkit.StoreConfig(dir, testkit.Medium)
 	if mutate != nil {
 		mutate(&cfg, &scfg)
 	}

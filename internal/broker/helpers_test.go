@@ -5,13 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -62,19 +62,6 @@ type testEnv struct {
 	scfg   store.Config
 }
 
-func testStoreConfig(dir string) store.Config {
-	s := store.DefaultConfig()
-	s.StorePathRootDir = dir
-	s.StorePathCommitLog = filepath.Join(dir, "commitlog")
-	s.MappedFileSizeCommitLog = 16 << 20
-	s.MappedFileSizeConsumeQueue = 1000 * store.CQEntrySize
-	s.MaxHashSlotNum = 1000
-	s.MaxIndexNum = 4000
-	s.WriteSpillSize = 8 << 20
-	s.PreallocateFiles = 1
-	return s
-}
-
 func testConfig() Config {
 	c := DefaultConfig()
 	c.BrokerName = "broker-a"
@@ -111,7 +98,7 @@ func startBrokerIn(t *testing.T, dir string, mutate func(*Config, *store.Config)
 func startBrokerOpts(t *testing.T, dir string, opts Options, mutate func(*Config, *store.Config)) *testEnv {
 	t.Helper()
 	cfg := testConfig()
-	scfg := testStoreConfig(dir)
+	scfg := testkit.StoreConfig(dir, testkit.Medium)
 	if mutate != nil {
 		mutate(&cfg, &scfg)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/testkit"
 )
 
 // BenchmarkTransactionCheckReads measures the check service on 10,000
@@ -33,7 +34,7 @@ func BenchmarkTransactionCheckReads(b *testing.B) {
 			cfg.TransactionCheckReadMsgsPerSecond = bc.msgs
 			cfg.TransactionCheckReadBytesPerSecond = bc.bytesSec
 			cfg.TimerWheelEnable = false
-			scfg := testStoreConfig(dir)
+			scfg := testkit.StoreConfig(dir, testkit.Medium)
 			scfg.MappedFileSizeCommitLog = 64 << 20
 			// Hold the first round until the halves are stored.
 			held := &heldClock{Clock: clock.Real(), release: make(chan struct{})}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -120,7 +121,7 @@ func updateBrokerConfig(t *testing.T, e *testEnv, kv string) {
 func TestTransactionCheckBudgetHolds(t *testing.T) {
 	const halves = 10000
 	const msgRate = 100
-	clk := clock.NewManual(time.Now().Add(time.Hour))
+	clk := testkit.ClockAhead(time.Hour)
 	e := startBrokerOpts(t, t.TempDir(), Options{Clock: clk}, func(c *Config, _ *store.Config) {
 		c.TransactionCheckInterval = 1000
 		c.TransactionTimeOut = 6000
@@ -176,7 +177,7 @@ func TestTransactionCheckBudgetHolds(t *testing.T) {
 func TestTransactionCheckNoProducerNoRead(t *testing.T) {
 	dir := t.TempDir()
 	mutate := func(c *Config, _ *store.Config) { c.TransactionCheckInterval = 1000 }
-	clk := clock.NewManual(time.Now().Add(time.Hour))
+	clk := testkit.ClockAhead(time.Hour)
 	e := startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
 	putHalves(t, e, "gone", 1000, time.Now().UnixMilli())
 	settle(t, clk)
@@ -205,7 +206,7 @@ func TestTransactionCheckNoProducerNoRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clk = clock.NewManual(time.Now().Add(time.Hour))
+	clk = testkit.ClockAhead(time.Hour)
 	e = startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
 	// The rebuild reads 1012 records at 1000 a second.
 	settleRebuilt(t, e, clk)
@@ -238,7 +239,7 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 		c.TransactionCheckInterval = 1000
 		c.TransactionCheckReadMsgsPerSecond = 1000
 	}
-	clk := clock.NewManual(time.Now().Add(time.Hour))
+	clk := testkit.ClockAhead(time.Hour)
 	e := startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
 	p := newTxProducer(t, e, "rpg")
 	res := putHalves(t, e, "rpg", 4, time.Now().UnixMilli())
@@ -289,7 +290,7 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 		}
 	}
 	// The index snapshot written at shutdown covers everything: no reads.
-	clk = clock.NewManual(time.Now().Add(time.Hour))
+	clk = testkit.ClockAhead(time.Hour)
 	e = startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
 	checkRebuilt(e, clk, true)
 	e.stop()
@@ -301,7 +302,7 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		clk = clock.NewManual(time.Now().Add(time.Hour))
+		clk = testkit.ClockAhead(time.Hour)
 		e = startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
 		checkRebuilt(e, clk, false)
 		if i == 0 {
@@ -330,7 +331,7 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 	}
 	e.waitDispatched(topicTransOpHalf, 0, 10)
 	e.stop()
-	clk = clock.NewManual(time.Now().Add(time.Hour))
+	clk = testkit.ClockAhead(time.Hour)
 	e = startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
 	settle(t, clk)
 	if s := e.b.TransactionStats(); s.PendingHalves != 0 || s.Rebuilding {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -114,7 +114,7 @@ func TestTransactionKill9(t *testing.T) {
 		t.Fatalf("child ended early: %d halves, %d rollbacks, %d checked", len(halves), len(rolledBack), len(checked))
 	}
 
-	clk := clock.NewManual(time.Now().Add(time.Hour))
+	clk := testkit.ClockAhead(time.Hour)
 	e := startBrokerOpts(t, dir, Options{Clock: clk}, func(c *Config, _ *store.Config) { c.TransactionCheckInterval = 1000 })
 	settle(t, clk)
 	s := e.b.TransactionStats()
