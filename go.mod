@@ -7,6 +7,7 @@ require (
 	github.com/cockroachdb/datadriven v1.0.2
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/sys v0.50.0
+	golang.org/x/time v0.16.0
 )
 
 require (

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -49,7 +50,7 @@ func BenchmarkPull(b *testing.B) {
 func startBenchBroker(b *testing.B) *testEnv {
 	dir := b.TempDir()
 	cfg := testConfig()
-	scfg := testStoreConfig(dir)
+	scfg := testkit.StoreConfig(dir, testkit.Medium)
 	scfg.MappedFileSizeCommitLog = 64 << 20
 	ns := newRecordingNamesrv()
 	br, err := New(cfg, Options{StoreConfig: scfg, LocalNamesrv: ns, Logger: benchLogger()})

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/vfs"
@@ -42,6 +43,10 @@ type Options struct {
 	// the name servers of namesrvAddr.
 	LocalNamesrv LocalNamesrv
 	Logger       *slog.Logger
+	// Clock is the time the broker's own services decide by (transaction
+	// check rounds, the read and cold-read budgets); nil = the wall clock.
+	// The timing wheel reads Config.Timer.Clock.
+	Clock clock.Clock
 }
 
 const (
@@ -60,6 +65,7 @@ type Broker struct {
 	// cfgFile is where live updates are persisted (Options.ConfigFile).
 	cfgFile string
 	logger  *slog.Logger
+	clock   clock.Clock
 	store   store.MessageStore
 	server  *transport.Server
 
@@ -128,6 +134,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b := &Broker{
 		cfgFile:     opts.ConfigFile,
 		logger:      logger,
+		clock:       clock.Or(opts.Clock),
 		consumers:   newConsumerManager(),
 		producers:   newProducerManager(),
 		locks:       newRebalanceLockManager(),

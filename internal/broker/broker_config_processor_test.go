@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/config"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -128,7 +129,7 @@ func TestUpdateBrokerConfigEditsStartFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(orig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, scfg := testConfig(), testStoreConfig(filepath.Join(dir, "store"))
+	cfg, scfg := testConfig(), testkit.StoreConfig(filepath.Join(dir, "store"), testkit.Medium)
 	b, err := New(cfg, Options{StoreConfig: scfg, ConfigFile: file, LocalNamesrv: newRecordingNamesrv(), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func newFlowControl(b *Broker) *flowControl {
 	if p, ok := b.store.(transientPool); ok {
 		f.pool = p.RemainTransientStoreBufferNumbs
 	}
-	f.cold.now = time.Now
+	f.cold.clock = b.clock
 	return f
 }
 

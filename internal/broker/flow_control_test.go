@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -80,7 +82,7 @@ func startBusyBroker(t *testing.T, mutate func(*Config, *store.Config), wrap fun
 	t.Helper()
 	dir := t.TempDir()
 	cfg := testConfig()
-	scfg := testStoreConfig(dir)
+	scfg := testkit.StoreConfig(dir, testkit.Medium)
 	if mutate != nil {
 		mutate(&cfg, &scfg)
 	}
@@ -333,29 +335,11 @@ func TestInflightCapPerConnection(t *testing.T) {
 	}
 }
 
-// fakeClock is a settable clock for the cold-read budget.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func TestColdReadBudget(t *testing.T) {
 	e, bs := startBusyBroker(t, func(c *Config, _ *store.Config) { c.ColdReadBytesPerSecond = 1000 }, nil)
-	clock := &fakeClock{t: time.Unix(1000, 0)}
+	clk := clock.NewManual(time.Unix(1000, 0))
 	e.b.flow.cold.mu.Lock()
-	e.b.flow.cold.now = clock.now
+	e.b.flow.cold.clock = clk
 	e.b.flow.cold.mu.Unlock()
 	e.createTopic("COLD", 1)
 	body := strings.Repeat("c", 400)
@@ -399,7 +383,7 @@ func TestColdReadBudget(t *testing.T) {
 		t.Fatalf("limited %d held %d retried %d", f.coldLimited.Load(), f.coldHeld.Load(), f.coldRetried.Load())
 	}
 	// A second later the budget has room again.
-	clock.advance(time.Second)
+	clk.Advance(time.Second)
 	if r := pull(2); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 1 {
 		t.Fatalf("cold pull after refill: code %d", r.Code)
 	}

@@ -5,13 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -62,19 +62,6 @@ type testEnv struct {
 	scfg   store.Config
 }
 
-func testStoreConfig(dir string) store.Config {
-	s := store.DefaultConfig()
-	s.StorePathRootDir = dir
-	s.StorePathCommitLog = filepath.Join(dir, "commitlog")
-	s.MappedFileSizeCommitLog = 16 << 20
-	s.MappedFileSizeConsumeQueue = 1000 * store.CQEntrySize
-	s.MaxHashSlotNum = 1000
-	s.MaxIndexNum = 4000
-	s.WriteSpillSize = 8 << 20
-	s.PreallocateFiles = 1
-	return s
-}
-
 func testConfig() Config {
 	c := DefaultConfig()
 	c.BrokerName = "broker-a"
@@ -103,13 +90,21 @@ func startBroker(t *testing.T, mutate func(*Config, *store.Config)) *testEnv {
 
 func startBrokerIn(t *testing.T, dir string, mutate func(*Config, *store.Config)) *testEnv {
 	t.Helper()
+	return startBrokerOpts(t, dir, Options{}, mutate)
+}
+
+// startBrokerOpts is startBrokerIn with options (a clock); the store
+// configuration, name server and logger are the test's own.
+func startBrokerOpts(t *testing.T, dir string, opts Options, mutate func(*Config, *store.Config)) *testEnv {
+	t.Helper()
 	cfg := testConfig()
-	scfg := testStoreConfig(dir)
+	scfg := testkit.StoreConfig(dir, testkit.Medium)
 	if mutate != nil {
 		mutate(&cfg, &scfg)
 	}
 	ns := newRecordingNamesrv()
-	b, err := New(cfg, Options{StoreConfig: scfg, LocalNamesrv: ns, Logger: testLogger(t)})
+	opts.StoreConfig, opts.LocalNamesrv, opts.Logger = scfg, ns, testLogger(t)
+	b, err := New(cfg, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -3,76 +3,56 @@ package broker
 import (
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/spoolmq/spool/internal/clock"
 )
 
 // readBudgetMaxWait caps one wait of a budget, so a rate changed at run
 // time takes effect within this time.
 const readBudgetMaxWait = time.Second
 
-// readBudget is a token bucket over messages and bytes per second for a
-// background reader (design rule 6). The bucket holds at most one
-// second's worth of each; a read larger than a second's bytes is allowed
+// readBudget paces a background reader to messages and bytes per second
+// (design rule 6): one token bucket (rate.Limiter) for each, holding at
+// most one second's worth; a read larger than a second's bytes is allowed
 // once the byte bucket is full and leaves it in debt. Rates are read at
 // every wait, so live configuration changes apply at once; a rate <= 0
 // means that dimension is not limited.
 type readBudget struct {
-	clock serviceClock
+	clock clock.Clock
 
 	mu    sync.Mutex
-	msgs  float64
-	bytes float64
-	last  time.Time
-	init  bool
+	msgs  bucket
+	bytes bucket
 }
 
-func newReadBudget(clock serviceClock) *readBudget { return &readBudget{clock: clock} }
-
-// refillLocked adds the tokens earned since the last call.
-func (r *readBudget) refillLocked(now time.Time, msgRate, byteRate int64) {
-	if !r.init {
-		r.msgs, r.bytes, r.last, r.init = float64(msgRate), float64(byteRate), now, true
-		return
-	}
-	dt := now.Sub(r.last).Seconds()
-	if dt < 0 {
-		dt = 0
-	}
-	r.last = now
-	if msgRate > 0 {
-		r.msgs = min(float64(msgRate), r.msgs+dt*float64(msgRate))
-	}
-	if byteRate > 0 {
-		r.bytes = min(float64(byteRate), r.bytes+dt*float64(byteRate))
-	}
-}
+func newReadBudget(c clock.Clock) *readBudget { return &readBudget{clock: clock.Or(c)} }
 
 // take reserves one read of size bytes if the budget allows it now;
 // otherwise it returns how long to wait before asking again.
 func (r *readBudget) take(size int64, msgRate, byteRate int64) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.refillLocked(r.clock.Now(), msgRate, byteRate)
+	now := r.clock.Now()
+	msgs, bytes := r.msgs.tokens(now, msgRate), r.bytes.tokens(now, byteRate)
 	need := float64(size)
 	if byteRate > 0 {
 		need = min(need, float64(byteRate))
 	}
-	okMsgs := msgRate <= 0 || r.msgs >= 1
-	okBytes := byteRate <= 0 || r.bytes >= need
+	okMsgs := msgRate <= 0 || msgs >= 1
+	okBytes := byteRate <= 0 || bytes >= need
 	if okMsgs && okBytes {
-		if msgRate > 0 {
-			r.msgs--
-		}
-		if byteRate > 0 {
-			r.bytes -= float64(size)
-		}
+		r.msgs.debit(now, 1)
+		r.bytes.debit(now, size)
 		return 0, true
 	}
 	var wait float64
 	if !okMsgs {
-		wait = (1 - r.msgs) / float64(msgRate)
+		wait = (1 - msgs) / float64(msgRate)
 	}
 	if !okBytes {
-		wait = max(wait, (need-r.bytes)/float64(byteRate))
+		wait = max(wait, (need-bytes)/float64(byteRate))
 	}
 	d := time.Duration(wait*float64(time.Second)) + time.Millisecond
 	return min(d, readBudgetMaxWait), false
@@ -83,10 +63,10 @@ func (r *readBudget) take(size int64, msgRate, byteRate int64) (time.Duration, b
 func (r *readBudget) charge(size int64, msgRate, byteRate int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.refillLocked(r.clock.Now(), msgRate, byteRate)
-	if byteRate > 0 {
-		r.bytes -= float64(size)
-	}
+	now := r.clock.Now()
+	r.msgs.tokens(now, msgRate)
+	r.bytes.tokens(now, byteRate)
+	r.bytes.debit(now, size)
 }
 
 // wait blocks until a read of size bytes fits the rates that rates()
@@ -105,3 +85,52 @@ func (r *readBudget) wait(size int64, rates func() (int64, int64), quit <-chan s
 		}
 	}
 }
+
+// bucket is one dimension of a budget: a rate.Limiter whose burst is one
+// second's worth of its rate, with no limiter while the rate is <= 0.
+type bucket struct {
+	lim  *rate.Limiter
+	rate int64 // the rate lim was last set to; <= 0: not limited
+}
+
+// tokens applies the current rate and returns the tokens held at now
+// (negative in debt). A first limiter starts full; a changed rate keeps
+// the tokens (and any debt), capped at the new burst.
+func (b *bucket) tokens(now time.Time, r int64) float64 {
+	b.rate = r
+	if r <= 0 {
+		return 0
+	}
+	switch {
+	case b.lim == nil:
+		b.lim = rate.NewLimiter(rate.Limit(r), burst(r))
+	case b.lim.Limit() != rate.Limit(r):
+		b.lim.SetLimitAt(now, rate.Limit(r))
+		b.lim.SetBurstAt(now, burst(r))
+	}
+	return b.lim.TokensAt(now)
+}
+
+// debit takes n tokens at now, into debt when fewer are held; nothing
+// while the rate is not limited.
+func (b *bucket) debit(now time.Time, n int64) {
+	if b.rate > 0 && n > 0 {
+		debit(b.lim, now, n)
+	}
+}
+
+// debit takes n tokens from l at now, into debt when l holds fewer. A
+// rate.Limiter refuses one reservation above its burst, so the burst is
+// raised for it.
+func debit(l *rate.Limiter, now time.Time, n int64) {
+	if b := l.Burst(); n > int64(b) {
+		l.SetBurstAt(now, burst(n))
+		defer l.SetBurstAt(now, b)
+	}
+	l.ReserveN(now, burst(n))
+}
+
+// burst is n as a limiter's burst (an int).
+func burst(n int64) int { return int(min(n, int64(maxBurst))) }
+
+const maxBurst = 1<<31 - 1

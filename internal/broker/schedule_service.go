@@ -249,7 +249,7 @@ func (s *scheduleService) recover() bool {
 	if from >= end {
 		return true
 	}
-	budget := newReadBudget(wallClock{})
+	budget := newReadBudget(s.b.clock)
 	rates := func() (int64, int64) { return 0, scheduleRecoveryBytesPerSecond }
 	fileSize := s.b.storeConfig().MappedFileSizeCommitLog
 	found := map[int]int64{}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/namesrv"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -30,7 +31,7 @@ func startBrokerWithNamesrv(tb testing.TB) (*testEnv, *namesrv.Server) {
 	dir := tb.TempDir()
 	cfg := testConfig()
 	cfg.NamesrvAddr = a.String()
-	scfg := testStoreConfig(dir)
+	scfg := testkit.StoreConfig(dir, testkit.Medium)
 	br, err := New(cfg, Options{StoreConfig: scfg, Logger: benchLogger()})
 	if err != nil {
 		tb.Fatal(err)
@@ -123,7 +124,7 @@ func BenchmarkCreate10000Topics(b *testing.B) {
 func newUnstartedBroker(tb testing.TB, n int, local LocalNamesrv) *Broker {
 	tb.Helper()
 	dir := tb.TempDir()
-	br, err := New(testConfig(), Options{StoreConfig: testStoreConfig(dir), Logger: benchLogger(), LocalNamesrv: local})
+	br, err := New(testConfig(), Options{StoreConfig: testkit.StoreConfig(dir, testkit.Medium), Logger: benchLogger(), LocalNamesrv: local})
 	if err != nil {
 		tb.Fatal(err)
 	}

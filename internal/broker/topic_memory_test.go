@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -77,7 +78,7 @@ func (nopNamesrv) Handle(req *remoting.Command) *remoting.Command {
 // sliced from them. Counted as live heap bytes per topic after a GC.
 func TestTopicTableKeepsNoRequestHeaders(t *testing.T) {
 	dir := t.TempDir()
-	b, err := New(testConfig(), Options{StoreConfig: testStoreConfig(dir), LocalNamesrv: nopNamesrv{}, Logger: testLogger(t)})
+	b, err := New(testConfig(), Options{StoreConfig: testkit.StoreConfig(dir, testkit.Medium), LocalNamesrv: nopNamesrv{}, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

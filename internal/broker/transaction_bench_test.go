@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/testkit"
 )
 
 // BenchmarkTransactionCheckReads measures the check service on 10,000
@@ -31,14 +34,14 @@ func BenchmarkTransactionCheckReads(b *testing.B) {
 			cfg.TransactionCheckReadMsgsPerSecond = bc.msgs
 			cfg.TransactionCheckReadBytesPerSecond = bc.bytesSec
 			cfg.TimerWheelEnable = false
-			scfg := testStoreConfig(dir)
+			scfg := testkit.StoreConfig(dir, testkit.Medium)
 			scfg.MappedFileSizeCommitLog = 64 << 20
-			br, err := New(cfg, Options{StoreConfig: scfg, LocalNamesrv: newRecordingNamesrv(), Logger: benchLogger()})
+			// Hold the first round until the halves are stored.
+			held := &heldClock{Clock: clock.Real(), release: make(chan struct{})}
+			br, err := New(cfg, Options{StoreConfig: scfg, LocalNamesrv: newRecordingNamesrv(), Logger: benchLogger(), Clock: held})
 			if err != nil {
 				b.Fatal(err)
 			}
-			// Hold the first round until the halves are stored.
-			br.txCheck.setClock(&heldClock{release: make(chan struct{})})
 			if err := br.Start(); err != nil {
 				b.Fatal(err)
 			}
@@ -51,7 +54,7 @@ func BenchmarkTransactionCheckReads(b *testing.B) {
 			putHalves(b, e, "benchpg", 10000, time.Now().UnixMilli())
 			b.ResetTimer()
 			start := time.Now()
-			close(br.txCheck.clock.(*heldClock).release)
+			close(held.release)
 			for br.TransactionStats().ChecksSent < int64(b.N) {
 				time.Sleep(time.Millisecond)
 			}
@@ -69,7 +72,7 @@ func BenchmarkTransactionCheckReads(b *testing.B) {
 // heldClock is the wall clock, except that its first wait lasts until
 // release is closed.
 type heldClock struct {
-	wallClock
+	clock.Clock
 	release chan struct{}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -95,7 +96,7 @@ type transactionCheckService struct {
 	b      *Broker
 	idx    *transactionIndex
 	cache  *checkedCache // records just read for checks, for the answering END_TRANSACTION
-	clock  serviceClock
+	clock  clock.Clock
 	budget *readBudget
 
 	quit    chan struct{}
@@ -116,14 +117,9 @@ func newTransactionCheckService(b *Broker) *transactionCheckService {
 	s := &transactionCheckService{b: b, idx: newTransactionIndex(), cache: newCheckedCache(checkedCacheBytes),
 		quit: make(chan struct{}), done: make(chan struct{}),
 		indexPath: filepath.Join(b.storeConfig().StorePathRootDir, "config", "transactionIndex.json")}
-	s.setClock(wallClock{})
+	s.clock = b.clock
+	s.budget = newReadBudget(b.clock)
 	return s
-}
-
-// setClock replaces the clock (before start).
-func (s *transactionCheckService) setClock(c serviceClock) {
-	s.clock = c
-	s.budget = newReadBudget(c)
 }
 
 func (s *transactionCheckService) start() {

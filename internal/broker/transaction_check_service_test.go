@@ -10,107 +10,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// manualClock is a serviceClock moved only by Advance.
-type manualClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []manualWaiter
-}
-
-type manualWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newManualClock(t time.Time) *manualClock { return &manualClock{now: t} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) After(d time.Duration) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, manualWaiter{at: c.now.Add(d), ch: ch})
-	return ch
-}
-
-// Advance moves the clock and fires the waiters that are due.
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if !w.at.After(c.now) {
-			w.ch <- c.now
-			continue
-		}
-		kept = append(kept, w)
-	}
-	c.waiters = kept
-}
-
-func (c *manualClock) waiting() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters)
-}
-
 // settle waits until the check service is blocked on the clock again
 // (it is the clock's only user), so its counters are stable.
-func (c *manualClock) settle(t *testing.T) {
+func settle(t *testing.T, c *clock.Manual) {
 	t.Helper()
-	waitFor(t, "the check service to wait on its clock", func() bool { return c.waiting() > 0 })
+	waitFor(t, "the check service to wait on its clk", func() bool { return c.Waiters() > 0 })
 }
 
 // settleRebuilt lets the clock run, a second at a time, until the index
 // is rebuilt, and then until the service waits for its next round.
-func settleRebuilt(t *testing.T, e *testEnv, clock *manualClock) {
+func settleRebuilt(t *testing.T, e *testEnv, clk *clock.Manual) {
 	t.Helper()
 	for {
-		clock.settle(t)
+		settle(t, clk)
 		if !e.b.TransactionStats().Rebuilding {
 			return
 		}
-		clock.Advance(time.Second)
+		clk.Advance(time.Second)
 	}
-}
-
-// startBrokerClock starts a broker whose check service runs on clock.
-func startBrokerClock(t *testing.T, dir string, clock serviceClock, mutate func(*Config, *store.Config)) *testEnv {
-	t.Helper()
-	cfg := testConfig()
-	scfg := testStoreConfig(dir)
-	if mutate != nil {
-		mutate(&cfg, &scfg)
-	}
-	ns := newRecordingNamesrv()
-	b, err := New(cfg, Options{StoreConfig: scfg, LocalNamesrv: ns, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	b.txCheck.setClock(clock)
-	if err := b.Start(); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	env := &testEnv{t: t, b: b, ns: ns, client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second}),
-		dir: dir, cfg: cfg, scfg: scfg}
-	t.Cleanup(env.stop)
-	return env
 }
 
 // txProducer is a producer connection that counts the checks it gets.
@@ -196,8 +121,8 @@ func updateBrokerConfig(t *testing.T, e *testEnv, kv string) {
 func TestTransactionCheckBudgetHolds(t *testing.T) {
 	const halves = 10000
 	const msgRate = 100
-	clock := newManualClock(time.Now().Add(time.Hour))
-	e := startBrokerClock(t, t.TempDir(), clock, func(c *Config, _ *store.Config) {
+	clk := testkit.ClockAhead(time.Hour)
+	e := startBrokerOpts(t, t.TempDir(), Options{Clock: clk}, func(c *Config, _ *store.Config) {
 		c.TransactionCheckInterval = 1000
 		c.TransactionTimeOut = 6000
 		c.TransactionCheckReadMsgsPerSecond = msgRate
@@ -206,14 +131,14 @@ func TestTransactionCheckBudgetHolds(t *testing.T) {
 	p := newTxProducer(t, e, "bpg")
 	res := putHalves(t, e, "bpg", halves, time.Now().UnixMilli())
 	recSize := int64(res[0].WroteBytes)
-	clock.settle(t)
+	settle(t, clk)
 	if s := e.b.TransactionStats(); s.PendingHalves != halves || s.CheckReads != 0 || s.Rebuilding {
 		t.Fatalf("before the first round: %+v", s)
 	}
 	prev := int64(0)
 	for step := 1; step <= 5; step++ {
-		clock.Advance(time.Second)
-		clock.settle(t)
+		clk.Advance(time.Second)
+		settle(t, clk)
 		s := e.b.TransactionStats()
 		if got := s.CheckReads - prev; got > msgRate || got < msgRate*9/10 {
 			t.Fatalf("second %d: %d reads, budget %d/s", step, got, msgRate)
@@ -228,8 +153,8 @@ func TestTransactionCheckBudgetHolds(t *testing.T) {
 	updateBrokerConfig(t, e, "transactionCheckReadBytesPerSecond="+itoa64(byteRate)+"\n")
 	prevBytes := e.b.TransactionStats().CheckReadBytes
 	for step := 1; step <= 3; step++ {
-		clock.Advance(time.Second)
-		clock.settle(t)
+		clk.Advance(time.Second)
+		settle(t, clk)
 		s := e.b.TransactionStats()
 		// The first second may still spend what was left of the larger
 		// byte bucket, capped to one second of the new rate.
@@ -252,13 +177,13 @@ func TestTransactionCheckBudgetHolds(t *testing.T) {
 func TestTransactionCheckNoProducerNoRead(t *testing.T) {
 	dir := t.TempDir()
 	mutate := func(c *Config, _ *store.Config) { c.TransactionCheckInterval = 1000 }
-	clock := newManualClock(time.Now().Add(time.Hour))
-	e := startBrokerClock(t, dir, clock, mutate)
+	clk := testkit.ClockAhead(time.Hour)
+	e := startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
 	putHalves(t, e, "gone", 1000, time.Now().UnixMilli())
-	clock.settle(t)
+	settle(t, clk)
 	for range 3 {
-		clock.Advance(time.Second)
-		clock.settle(t)
+		clk.Advance(time.Second)
+		settle(t, clk)
 	}
 	s := e.b.TransactionStats()
 	if s.CheckReads != 0 || s.CheckReadBytes != 0 || s.ChecksSent != 0 || s.SkippedNoProducer != 3000 || s.PendingHalves != 1000 {
@@ -281,10 +206,10 @@ func TestTransactionCheckNoProducerNoRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clock = newManualClock(time.Now().Add(time.Hour))
-	e = startBrokerClock(t, dir, clock, mutate)
+	clk = testkit.ClockAhead(time.Hour)
+	e = startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
 	// The rebuild reads 1012 records at 1000 a second.
-	settleRebuilt(t, e, clock)
+	settleRebuilt(t, e, clk)
 	if s := e.b.TransactionStats(); s.RebuildReads != 1012 {
 		t.Fatalf("rebuild: %+v", s)
 	}
@@ -294,8 +219,8 @@ func TestTransactionCheckNoProducerNoRead(t *testing.T) {
 		}
 	}
 	updateBrokerConfig(t, e, "transactionCheckMax=3\n")
-	clock.Advance(time.Second)
-	clock.settle(t)
+	clk.Advance(time.Second)
+	settle(t, clk)
 	s = e.b.TransactionStats()
 	if s.GivenUp != 1000 || s.CheckReads != 1000 || s.PendingHalves != 0 || s.ChecksSent != 0 {
 		t.Fatalf("giving up without a producer: %+v", s)
@@ -314,8 +239,8 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 		c.TransactionCheckInterval = 1000
 		c.TransactionCheckReadMsgsPerSecond = 1000
 	}
-	clock := newManualClock(time.Now().Add(time.Hour))
-	e := startBrokerClock(t, dir, clock, mutate)
+	clk := testkit.ClockAhead(time.Hour)
+	e := startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
 	p := newTxProducer(t, e, "rpg")
 	res := putHalves(t, e, "rpg", 4, time.Now().UnixMilli())
 	// Roll back the last one (answered from the index, without a read).
@@ -326,10 +251,10 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 	if r := e.invoke(end); r.Code != remoting.Success {
 		t.Fatalf("rollback: code %d remark %q", r.Code, r.Remark)
 	}
-	clock.settle(t)
+	settle(t, clk)
 	for range 2 {
-		clock.Advance(time.Second)
-		clock.settle(t)
+		clk.Advance(time.Second)
+		settle(t, clk)
 	}
 	s := e.b.TransactionStats()
 	if s.ChecksSent != 6 || s.PendingHalves != 3 {
@@ -347,9 +272,9 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 	e.waitDispatched(topicTransOpHalf, 0, 7)
 	e.stop()
 
-	checkRebuilt := func(e *testEnv, clock *manualClock, fromSnapshot bool) {
+	checkRebuilt := func(e *testEnv, clk *clock.Manual, fromSnapshot bool) {
 		t.Helper()
-		clock.settle(t)
+		settle(t, clk)
 		s := e.b.TransactionStats()
 		if s.Rebuilding || s.PendingHalves != 3 || (s.RebuildReads == 0) != fromSnapshot {
 			t.Fatalf("after restart (snapshot %v): %+v", fromSnapshot, s)
@@ -365,9 +290,9 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 		}
 	}
 	// The index snapshot written at shutdown covers everything: no reads.
-	clock = newManualClock(time.Now().Add(time.Hour))
-	e = startBrokerClock(t, dir, clock, mutate)
-	checkRebuilt(e, clock, true)
+	clk = testkit.ClockAhead(time.Hour)
+	e = startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
+	checkRebuilt(e, clk, true)
 	e.stop()
 	// Without the snapshot the rebuild reads from the persisted floors,
 	// and without those too it reads both queues whole.
@@ -377,9 +302,9 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		clock = newManualClock(time.Now().Add(time.Hour))
-		e = startBrokerClock(t, dir, clock, mutate)
-		checkRebuilt(e, clock, false)
+		clk = testkit.ClockAhead(time.Hour)
+		e = startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
+		checkRebuilt(e, clk, false)
 		if i == 0 {
 			e.stop()
 		}
@@ -388,13 +313,13 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 	// A longer interval applies live: a second passes without a round.
 	updateBrokerConfig(t, e, "transactionCheckInterval=5000\ntransactionCheckMax=2\n")
 	newTxProducer(t, e, "rpg")
-	clock.Advance(time.Second)
-	clock.settle(t)
+	clk.Advance(time.Second)
+	settle(t, clk)
 	if s := e.b.TransactionStats(); s.CheckReads != 0 {
 		t.Fatalf("a round ran 1 s into a 5 s interval: %+v", s)
 	}
-	clock.Advance(4 * time.Second)
-	clock.settle(t)
+	clk.Advance(4 * time.Second)
+	settle(t, clk)
 	if s := e.b.TransactionStats(); s.GivenUp != 3 || s.PendingHalves != 0 || s.ChecksSent != 0 {
 		t.Fatalf("after transactionCheckMax: %+v", s)
 	}
@@ -406,9 +331,9 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 	}
 	e.waitDispatched(topicTransOpHalf, 0, 10)
 	e.stop()
-	clock = newManualClock(time.Now().Add(time.Hour))
-	e = startBrokerClock(t, dir, clock, mutate)
-	clock.settle(t)
+	clk = testkit.ClockAhead(time.Hour)
+	e = startBrokerOpts(t, dir, Options{Clock: clk}, mutate)
+	settle(t, clk)
 	if s := e.b.TransactionStats(); s.PendingHalves != 0 || s.Rebuilding {
 		t.Fatalf("given-up halves pending again after restart: %+v", s)
 	}

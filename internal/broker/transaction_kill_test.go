@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -113,9 +114,9 @@ func TestTransactionKill9(t *testing.T) {
 		t.Fatalf("child ended early: %d halves, %d rollbacks, %d checked", len(halves), len(rolledBack), len(checked))
 	}
 
-	clock := newManualClock(time.Now().Add(time.Hour))
-	e := startBrokerClock(t, dir, clock, func(c *Config, _ *store.Config) { c.TransactionCheckInterval = 1000 })
-	clock.settle(t)
+	clk := testkit.ClockAhead(time.Hour)
+	e := startBrokerOpts(t, dir, Options{Clock: clk}, func(c *Config, _ *store.Config) { c.TransactionCheckInterval = 1000 })
+	settle(t, clk)
 	s := e.b.TransactionStats()
 	if s.Rebuilding || s.PendingHalves != 30 {
 		t.Fatalf("after kill -9: %+v", s)
@@ -139,8 +140,8 @@ func TestTransactionKill9(t *testing.T) {
 		}
 	}
 	p := newTxProducer(t, e, "kpg")
-	clock.Advance(time.Second)
-	clock.settle(t)
+	clk.Advance(time.Second)
+	settle(t, clk)
 	waitFor(t, "checks after the restart", func() bool { return p.checks.Load() == 30 })
 	t.Logf("killed after %d checks; rebuild read %d records (%d bytes)", sumChecks(checked), s.RebuildReads, s.RebuildReadBytes)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -20,9 +21,9 @@ import (
 // answer; a goroutine scans for silent brokers, the transport reports
 // closed connections, and a persister writes the KV table.
 type Server struct {
-	cfg Config
-	log *slog.Logger
-	now func() time.Time
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
 
 	mu     sync.RWMutex // guards routes
 	routes *RouteTable
@@ -57,9 +58,9 @@ type Server struct {
 type Option func(*Server)
 
 // WithClock replaces the wall clock used for broker liveness (tests drive
-// expiry with it instead of sleeping).
-func WithClock(now func() time.Time) Option {
-	return func(s *Server) { s.now = now }
+// expiry with a clock.Manual instead of sleeping); nil keeps the wall clock.
+func WithClock(c clock.Clock) Option {
+	return func(s *Server) { s.clock = clock.Or(c) }
 }
 
 // New builds a name server: it loads the KV-config file (a missing file is
@@ -79,7 +80,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		log:      logger,
-		now:      time.Now,
+		clock:    clock.Real(),
 		routes:   NewRouteTable(),
 		kv:       NewKVConfig(),
 		conns:    make(map[uint64]*transport.Conn),
@@ -240,7 +241,7 @@ func (s *Server) scanLoop(every time.Duration) {
 // scanNotActiveBrokers drops brokers silent past their timeout and closes
 // their connections, as RocketMQ does.
 func (s *Server) scanNotActiveBrokers() []Dropped {
-	now := s.now()
+	now := s.clock.Now()
 	s.mu.Lock()
 	dropped := s.routes.Expire(now)
 	s.mu.Unlock()
@@ -333,7 +334,7 @@ func (s *Server) registerBroker(c *transport.Conn, req *remoting.Command) *remot
 	}
 	s.mu.Lock()
 	_, known := s.routes.Live(r.Cluster, r.BrokerAddr)
-	res := s.routes.Register(r, s.now())
+	res := s.routes.Register(r, s.clock.Now())
 	s.mu.Unlock()
 	if !known {
 		s.log.Info("new broker registered", "cluster", r.Cluster, "brokerName", r.BrokerName,
@@ -451,7 +452,7 @@ func (s *Server) unregisterBroker(_ *transport.Conn, req *remoting.Command) *rem
 
 func (s *Server) brokerHeartbeat(_ *transport.Conn, req *remoting.Command) *remoting.Command {
 	s.mu.Lock()
-	s.routes.Touch(req.Ext("clusterName"), req.Ext("brokerAddr"), s.now())
+	s.routes.Touch(req.Ext("clusterName"), req.Ext("brokerAddr"), s.clock.Now())
 	s.mu.Unlock()
 	return success(req)
 }
@@ -466,7 +467,7 @@ func (s *Server) queryDataVersion(_ *transport.Conn, req *remoting.Command) *rem
 	cluster, addr := req.Ext("clusterName"), req.Ext("brokerAddr")
 	s.mu.Lock()
 	prev, ok := s.routes.DataVersion(cluster, addr)
-	s.routes.Touch(cluster, addr, s.now())
+	s.routes.Touch(cluster, addr, s.clock.Now())
 	s.mu.Unlock()
 	resp := success(req)
 	resp.SetExt("changed", strconv.FormatBool(!ok || prev != dv))

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -169,15 +170,15 @@ func TestConnCloseDropsBroker(t *testing.T) {
 // TestExpiryClosesConnection: an expired broker's connection is closed, as
 // RocketMQ closes the channel.
 func TestExpiryClosesConnection(t *testing.T) {
-	clk := &fakeClock{t: t0}
-	s := newTestServer(t, testConfig(t), WithClock(clk.now))
+	clk := clock.NewManual(t0)
+	s := newTestServer(t, testConfig(t), WithClock(clk))
 	closed := make(chan []Dropped, 4)
 	s.testHookConnClosed = func(_ uint64, d []Dropped) { closed <- d }
 	ns := listenTestServer(t, s)
 	cl := transport.NewClient(transport.ClientConfig{DialTimeout: 5 * time.Second})
 	defer cl.Close()
 	mustOK(t, invoke(t, cl, ns, registerRequest(brokerSpec{cluster: "c", name: "a", addr: "10.0.0.1:1", topics: topics(1, "T")})))
-	clk.advance(121 * time.Second)
+	clk.Advance(121 * time.Second)
 	if d := s.scanNotActiveBrokers(); len(d) != 1 {
 		t.Fatalf("dropped %v", d)
 	}

@@ -9,30 +9,13 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/config"
 	"github.com/spoolmq/spool/remoting"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func testConfig(t *testing.T) Config {
 	cfg := DefaultConfig()
@@ -234,29 +217,29 @@ func TestRegisterBadRequests(t *testing.T) {
 }
 
 func TestExpiryWithClock(t *testing.T) {
-	clk := &fakeClock{t: t0}
-	s := newTestServer(t, testConfig(t), WithClock(clk.now))
+	clk := clock.NewManual(t0)
+	s := newTestServer(t, testConfig(t), WithClock(clk))
 	mustOK(t, s.Handle(registerRequest(brokerSpec{cluster: "c", name: "a", addr: "m:1", topics: topics(1, "T")})))
 	mustOK(t, s.Handle(registerRequest(brokerSpec{cluster: "c", name: "b", addr: "n:1", topics: topics(1, "T"),
 		ext: map[string]string{"heartbeatTimeoutMillis": "10000"}})))
 
-	clk.advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	if d := s.scanNotActiveBrokers(); len(d) != 0 {
 		t.Fatalf("dropped at the limit: %v", d)
 	}
-	clk.advance(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	if d := s.scanNotActiveBrokers(); len(d) != 1 || d[0].Addr != "n:1" {
 		t.Fatalf("dropped %v", d)
 	}
 	// BROKER_HEARTBEAT keeps a alive.
-	clk.advance(100 * time.Second)
+	clk.Advance(100 * time.Second)
 	mustOK(t, s.Handle(remoting.NewRequest(remoting.BrokerHeartbeat, map[string]string{"clusterName": "c", "brokerAddr": "m:1", "brokerName": "a"}, nil)))
-	clk.advance(119 * time.Second)
+	clk.Advance(119 * time.Second)
 	if d := s.scanNotActiveBrokers(); len(d) != 0 {
 		t.Fatalf("heartbeat ignored: %v", d)
 	}
 	mustOK(t, s.Handle(routeReq("T")))
-	clk.advance(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	if d := s.scanNotActiveBrokers(); len(d) != 1 {
 		t.Fatalf("dropped %v", d)
 	}
@@ -327,8 +310,8 @@ func TestUnknownCode(t *testing.T) {
 }
 
 func TestQueryDataVersion(t *testing.T) {
-	clk := &fakeClock{t: t0}
-	s := newTestServer(t, testConfig(t), WithClock(clk.now))
+	clk := clock.NewManual(t0)
+	s := newTestServer(t, testConfig(t), WithClock(clk))
 	dv := DataVersion{Timestamp: 5, Counter: 2}
 	mustOK(t, s.Handle(registerRequest(brokerSpec{cluster: "c", name: "a", addr: "m:1", version: dv})))
 	ask := func(v DataVersion) *remoting.Command {
@@ -342,9 +325,9 @@ func TestQueryDataVersion(t *testing.T) {
 		t.Fatalf("new version: %v", r.ExtFields)
 	}
 	// QUERY_DATA_VERSION counts as a heartbeat.
-	clk.advance(100 * time.Second)
+	clk.Advance(100 * time.Second)
 	ask(dv)
-	clk.advance(100 * time.Second)
+	clk.Advance(100 * time.Second)
 	if d := s.scanNotActiveBrokers(); len(d) != 0 {
 		t.Fatalf("dropped %v", d)
 	}
@@ -509,7 +492,7 @@ func TestWriteFileAtomic(t *testing.T) {
 }
 
 func TestBackgroundScan(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := clock.NewManual(t0)
 	cfg := testConfig(t)
 	cfg.ScanNotActiveBrokerInterval = 1
 	scans := make(chan []Dropped, 1)
@@ -521,13 +504,13 @@ func TestBackgroundScan(t *testing.T) {
 			}
 		}
 	}
-	s, err := New(cfg, nil, WithClock(clk.now), hook)
+	s, err := New(cfg, nil, WithClock(clk), hook)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Shutdown()
 	mustOK(t, s.Handle(registerRequest(brokerSpec{cluster: "c", name: "a", addr: "m:1", topics: topics(1, "T")})))
-	clk.advance(121 * time.Second)
+	clk.Advance(121 * time.Second)
 	for {
 		select {
 		case d := <-scans:

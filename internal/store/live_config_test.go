@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/vfs"
 )
 
@@ -124,7 +125,7 @@ func transferCase(before, after int, change func(c *Config)) func(t *testing.T) 
 type retentionEnv struct {
 	st    *DefaultMessageStore
 	fs    *vfs.FaultFS
-	clock *fakeClock
+	clock *clock.Manual
 	files int
 }
 
@@ -135,8 +136,8 @@ func newRetentionEnv(t *testing.T, change func(c *Config)) *retentionEnv {
 	change(&cfg)
 	fs := vfs.NewFaultFS(vfs.OS())
 	fs.SkipRealSync(true)
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 10, 0, 0, 0, time.Local)}
-	fs.SetClock(clock.Now)
+	clk := clock.NewManual(time.Date(2026, 1, 1, 10, 0, 0, 0, time.Local))
+	fs.SetClock(clk)
 	fs.SetUsage(0.5)
 	st := openStarted(t, cfg, fs)
 	t.Cleanup(func() { st.Shutdown() })
@@ -145,7 +146,7 @@ func newRetentionEnv(t *testing.T, change func(c *Config)) *retentionEnv {
 		last = mustPut(t, st, testMsg("RT", 0, fmt.Sprint("r", i, strings.Repeat("-", 200)), ""))
 	}
 	waitDispatched(t, st, "RT", 0, last.QueueOffset+1)
-	e := &retentionEnv{st: st, fs: fs, clock: clock, files: st.commitLog.mfq.count()}
+	e := &retentionEnv{st: st, fs: fs, clock: clk, files: st.commitLog.mfq.count()}
 	if e.files < 4 {
 		t.Fatalf("only %d files", e.files)
 	}
@@ -290,13 +291,13 @@ var liveKeyTests = map[string]func(t *testing.T){
 	}),
 	// Files from day 1, 10:00; the deleteWhen hour (04) of day 3: 44 h old.
 	"fileReservedTime": retentionCase(func(c *Config) { c.FileReservedTime = 72 },
-		func(e *retentionEnv) { e.clock.set(at(3, 4)) },
+		func(e *retentionEnv) { e.clock.Set(at(3, 4)) },
 		func(c *Config) { c.FileReservedTime = 1 }),
 	"deleteWhen": retentionCase(func(c *Config) { c.FileReservedTime = 1 },
-		func(e *retentionEnv) { e.clock.set(at(2, 12)) },
+		func(e *retentionEnv) { e.clock.Set(at(2, 12)) },
 		func(c *Config) { c.DeleteWhen = "04;12" }),
 	"diskMaxUsedSpaceRatio": retentionCase(func(c *Config) { c.FileReservedTime = 1 },
-		func(e *retentionEnv) { e.clock.set(at(2, 12)); e.fs.SetUsage(0.5) },
+		func(e *retentionEnv) { e.clock.Set(at(2, 12)); e.fs.SetUsage(0.5) },
 		func(c *Config) { c.DiskMaxUsedSpaceRatio = 40 }),
 	// Unexpired files at 80 % used: only forced cleaning takes them.
 	"diskSpaceCleanForciblyRatio": retentionCase(func(c *Config) {},

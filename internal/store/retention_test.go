@@ -3,10 +3,10 @@ package store
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/vfs"
 )
 
@@ -36,14 +36,6 @@ func TestPlanRetention(t *testing.T) {
 	}
 }
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-
 func TestRetentionAndDiskFull(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.FlushDiskType = SyncFlush
@@ -52,8 +44,8 @@ func TestRetentionAndDiskFull(t *testing.T) {
 	cfg.CleanResourceInterval = 1 << 30 // the test drives cleanOnce
 	fs := vfs.NewFaultFS(vfs.OS())
 	fs.SkipRealSync(true)
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 10, 0, 0, 0, time.Local)}
-	fs.SetClock(clock.Now)
+	clk := clock.NewManual(time.Date(2026, 1, 1, 10, 0, 0, 0, time.Local))
+	fs.SetClock(clk)
 	fs.SetUsage(0.5)
 	st := openStarted(t, cfg, fs)
 	defer st.Shutdown()
@@ -70,13 +62,13 @@ func TestRetentionAndDiskFull(t *testing.T) {
 	if files < 4 {
 		t.Fatalf("only %d files", files)
 	}
-	clock.set(time.Date(2026, 1, 1, 12, 0, 0, 0, time.Local))
+	clk.Set(time.Date(2026, 1, 1, 12, 0, 0, 0, time.Local))
 	st.cleanOnce()
 	if got := st.commitLog.mfq.count(); got != files {
 		t.Fatalf("deleted outside deleteWhen with a quiet disk: %d -> %d", files, got)
 	}
 	// deleteWhen hour: expired files go, the current one stays.
-	clock.set(time.Date(2026, 1, 2, 4, 0, 0, 0, time.Local))
+	clk.Set(time.Date(2026, 1, 2, 4, 0, 0, 0, time.Local))
 	st.cleanOnce()
 	if got := st.commitLog.mfq.count(); got != 1 || st.MinPhyOffset() == 0 {
 		t.Fatalf("at deleteWhen: %d files left, min %d", got, st.MinPhyOffset())
@@ -91,12 +83,12 @@ func TestRetentionAndDiskFull(t *testing.T) {
 	put(2000)
 	files = st.commitLog.mfq.count()
 	fs.SetUsage(0.80)
-	clock.set(time.Date(2026, 1, 2, 4, 30, 0, 0, time.Local))
+	clk.Set(time.Date(2026, 1, 2, 4, 30, 0, 0, time.Local))
 	st.cleanOnce()
 	if got := st.commitLog.mfq.count(); got != files {
 		t.Fatalf("unexpired files deleted at 80%%: %d -> %d", files, got)
 	}
-	clock.set(time.Date(2026, 1, 2, 6, 0, 0, 0, time.Local)) // expired, not deleteWhen
+	clk.Set(time.Date(2026, 1, 2, 6, 0, 0, 0, time.Local)) // expired, not deleteWhen
 	st.cleanOnce()
 	if got := st.commitLog.mfq.count(); got != 1 {
 		t.Fatalf("expired files kept at 80%% outside deleteWhen: %d", got)

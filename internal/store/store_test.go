@@ -14,6 +14,8 @@ import (
 	"github.com/spoolmq/spool/message"
 )
 
+// testConfig is the Small shape of internal/testkit, which imports the
+// store and so cannot be imported by its tests.
 func testConfig(t testing.TB) Config {
 	cfg := DefaultConfig()
 	cfg.StorePathRootDir = t.TempDir()

@@ -1,16 +1,21 @@
 package timer
 
-import "time"
+import (
+	"time"
 
-// Clock is the time source that decides when a timer is due. Tests drive
-// the service with a fake one.
-type Clock interface {
-	Now() time.Time
-	// Alarm returns a channel that receives once Now() has reached at.
-	Alarm(at time.Time) <-chan time.Time
+	"github.com/spoolmq/spool/internal/clock"
+)
+
+// alarm returns a channel that receives once c has reached at. The wait
+// is registered before the time is checked again, so a clock moved
+// between the two readings (a clock.Manual in tests) does not push the
+// alarm past at.
+func alarm(c clock.Clock, at time.Time) <-chan time.Time {
+	ch := c.After(at.Sub(c.Now()))
+	if now := c.Now(); !now.Before(at) {
+		due := make(chan time.Time, 1)
+		due <- now
+		return due
+	}
+	return ch
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                      { return time.Now() }
-func (systemClock) Alarm(at time.Time) <-chan time.Time { return time.After(time.Until(at)) }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
@@ -49,8 +50,8 @@ type Config struct {
 
 	// FS is the file-system seam for the timer files (nil = vfs.Default).
 	FS vfs.FS
-	// Clock drives due times (nil = the system clock).
-	Clock Clock
+	// Clock drives due times (nil = the wall clock).
+	Clock clock.Clock
 	// Logger receives warnings (nil = discard).
 	Logger *slog.Logger
 	// Deliver puts a due message into its real topic; the broker passes

@@ -87,7 +87,7 @@ func (s *Service) runDelivery() {
 		}
 		var timer <-chan time.Time
 		if next >= 0 && (inflight < window) {
-			timer = s.clock.Alarm(time.UnixMilli(next))
+			timer = alarm(s.clock, time.UnixMilli(next))
 		}
 		select {
 		case <-s.quit:

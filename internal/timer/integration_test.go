@@ -8,20 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 )
 
+// storeConfig is the Small test store with every flush pass writing
+// what it has (the service's files are small).
 func storeConfig(root string) store.Config {
-	cfg := store.DefaultConfig()
-	cfg.StorePathRootDir = root
-	cfg.StorePathCommitLog = filepath.Join(root, "commitlog")
-	cfg.MappedFileSizeCommitLog = 64 << 10
-	cfg.MappedFileSizeConsumeQueue = 100 * store.CQEntrySize
-	cfg.FlushIntervalCommitLog = 10
+	cfg := testkit.StoreConfig(root, testkit.Small)
 	cfg.FlushCommitLogLeastPages = 0
-	cfg.FlushIntervalConsumeQueue = 20
 	return cfg
 }
 
@@ -34,7 +32,7 @@ func TestWithStore(t *testing.T) {
 	root := t.TempDir()
 	ffs := vfs.NewFaultFS(vfs.OS())
 	ffs.SkipRealSync(true)
-	clk := newFakeClock(time.UnixMilli(t0))
+	clk := clock.NewManual(time.UnixMilli(t0))
 	rnd := rand.New(rand.NewPCG(9, 9))
 	var mu sync.Mutex
 	due := map[string]int64{}

@@ -43,7 +43,9 @@ func (c *jumpClock) Now() time.Time {
 	return c.nowLocked()
 }
 
-func (c *jumpClock) Alarm(at time.Time) <-chan time.Time {
+func (c *jumpClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *jumpClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := make(chan time.Time, 1)
@@ -51,8 +53,8 @@ func (c *jumpClock) Alarm(at time.Time) <-chan time.Time {
 		c.parked = append(c.parked, ch)
 		return ch
 	}
-	if now := c.nowLocked(); at.After(now) {
-		c.base = c.base.Add(at.Sub(now))
+	if d > 0 {
+		c.base = c.base.Add(d)
 	}
 	ch <- c.nowLocked()
 	return ch

@@ -2,45 +2,64 @@ package timer
 
 import (
 	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/spoolmq/spool/internal/clock"
 )
 
-// readBudget paces a background reader to a byte rate (design rule 6): it
-// lets the reader run as long as the bytes read stay within rate times the
-// time since it started, and sleeps otherwise. It uses the real clock, not
+// readBudget paces a background reader to a byte rate (design rule 6): a
+// token bucket (rate.Limiter) of bytes that starts empty, holds at most
+// one second's worth and goes into debt by each read, after which the
+// reader sleeps until the debt is paid. It runs on the wall clock, not
 // the service's Clock: it protects the disk, not due times.
 type readBudget struct {
-	rate  func() int64 // bytes per second; <= 0 = unlimited
-	start time.Time
-	used  int64
+	rate  func() int64 // bytes per second, read at every take; <= 0 = unlimited
+	clock clock.Clock
+	lim   *rate.Limiter
+	cur   int64 // the rate lim was last set to
 }
 
 func newReadBudget(rate func() int64) *readBudget {
-	return &readBudget{rate: rate, start: time.Now()}
+	return &readBudget{rate: rate, clock: clock.Real()}
 }
 
 // take accounts n bytes and waits as needed; it reports false when quit
 // closed while waiting.
 func (b *readBudget) take(n int, quit <-chan struct{}) bool {
-	b.used += int64(n)
 	r := b.rate()
 	if r <= 0 {
 		return true
 	}
-	ahead := time.Duration(float64(b.used)/float64(r)*float64(time.Second)) - time.Since(b.start)
+	now := b.clock.Now()
+	switch {
+	case b.lim == nil:
+		b.lim = rate.NewLimiter(rate.Limit(r), int(r))
+		debit(b.lim, now, int(r)) // start with nothing banked
+	case r != b.cur:
+		b.lim.SetLimitAt(now, rate.Limit(r))
+		b.lim.SetBurstAt(now, int(r))
+	}
+	b.cur = r
+	ahead := debit(b.lim, now, n)
 	if ahead <= 0 {
-		// Do not bank more than one second of unused budget.
-		if -ahead > time.Second {
-			b.start = time.Now().Add(-time.Second)
-			b.used = r
-		}
 		return true
 	}
-	t := time.NewTimer(ahead)
-	defer t.Stop()
 	select {
 	case <-quit:
 		return false
-	case <-t.C:
+	case <-b.clock.After(ahead):
 		return true
 	}
+}
+
+// debit takes n tokens from l at now, into debt when l holds fewer, and
+// returns how long until the debt is paid. A rate.Limiter refuses one
+// reservation above its burst, so the burst is raised for it.
+func debit(l *rate.Limiter, now time.Time, n int) time.Duration {
+	if b := l.Burst(); n > b {
+		l.SetBurstAt(now, n)
+		defer l.SetBurstAt(now, b)
+	}
+	return l.ReserveN(now, n).DelayFrom(now)
 }

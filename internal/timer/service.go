@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/store/stats"
 	"github.com/spoolmq/spool/internal/vfs"
@@ -54,7 +55,7 @@ type Service struct {
 	cfg       Config
 	st        Store
 	fs        vfs.FS
-	clock     Clock
+	clock     clock.Clock
 	logger    *slog.Logger
 	deliver   DeliverFunc
 	wheelPath string
@@ -109,7 +110,7 @@ func New(cfg Config, st Store) (*Service, error) {
 		s.fs = vfs.Default
 	}
 	if s.clock == nil {
-		s.clock = systemClock{}
+		s.clock = clock.Real()
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
@@ -22,7 +23,7 @@ const t0 = int64(1_700_000_000_123)
 // test expects.
 type harness struct {
 	t     *testing.T
-	clk   *fakeClock
+	clk   *clock.Manual
 	st    *memStore
 	fs    vfs.FS
 	root  string
@@ -33,7 +34,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, fs vfs.FS) *harness {
-	h := &harness{t: t, clk: newFakeClock(time.UnixMilli(t0)), fs: fs, root: t.TempDir(), due: map[string]int64{}}
+	h := &harness{t: t, clk: clock.NewManual(time.UnixMilli(t0)), fs: fs, root: t.TempDir(), due: map[string]int64{}}
 	h.st = newMemStore(func() int64 { return h.clk.Now().UnixMilli() })
 	return h
 }

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -14,9 +15,11 @@ import (
 // FaultFS is an Injector over a crash tracker over an FS (normally OS):
 // every fault of the Injector, plus a crash model (Crash) that keeps only
 // what was synced. Files it tracks are held in memory as their last synced
-// image, and a sync reads the whole file back, so it is meant for
-// test-sized stores on a real disk; MemFS models crashes without a disk
-// and without copying whole files.
+// image. A sync records only what changed since the last one: the byte
+// ranges pwrite, truncate and fallocate touched (read back from the file)
+// and the pages of live mappings that differ from the image (compared,
+// copied only when changed). It is meant for test-sized stores on a real
+// disk; MemFS models crashes without a disk.
 type FaultFS struct {
 	*Injector
 	crash *crashFS
@@ -58,10 +61,97 @@ type crashFS struct {
 	dirs    map[string]map[string]*faultState
 }
 
-// faultState is one inode's durable image.
+// faultState is one inode's durable image and what changed since.
 type faultState struct {
 	durable    []byte // contents at the last sync
 	everSynced bool
+	dirty      ranges // byte ranges pwrite, truncate and fallocate changed since the last sync
+	// maps are the inode's live mappings (base address -> mapping), of
+	// every open handle: a sync makes writes through any of them durable.
+	maps map[uintptr]faultMap
+}
+
+// faultMap is one live mapping of a file.
+type faultMap struct {
+	off int64
+	b   []byte
+}
+
+// syncLocked makes the file's current contents durable: its size, the
+// dirty ranges (read back through f) and the changed pages of its live
+// mappings.
+func (s *faultState) syncLocked(f File) error {
+	n, err := f.Size()
+	if err != nil {
+		return err
+	}
+	if int64(len(s.durable)) > n {
+		s.durable = s.durable[:n]
+	} else if int64(len(s.durable)) < n {
+		s.durable = append(s.durable, make([]byte, n-int64(len(s.durable)))...)
+	}
+	for _, r := range s.dirty {
+		end := min(r.end, n)
+		if r.off >= end {
+			continue
+		}
+		if _, err := f.ReadAt(s.durable[r.off:end], r.off); err != nil && err != io.EOF {
+			return err
+		}
+	}
+	s.dirty = s.dirty[:0]
+	for _, m := range s.maps {
+		copyChangedPages(s.durable, m.off, m.b)
+	}
+	s.everSynced = true
+	return nil
+}
+
+// copyChangedPages copies the pages of b (mapped at file offset off) that
+// differ from img into img, within img's length.
+func copyChangedPages(img []byte, off int64, b []byte) {
+	const page = 4096
+	if off >= int64(len(img)) {
+		return
+	}
+	b = b[:min(int64(len(b)), int64(len(img))-off)]
+	for i := 0; i < len(b); i += page {
+		j := min(i+page, len(b))
+		dst := img[off+int64(i) : off+int64(j)]
+		if !bytes.Equal(dst, b[i:j]) {
+			copy(dst, b[i:j])
+		}
+	}
+}
+
+// ranges is a sorted set of disjoint, non-adjacent byte ranges.
+type ranges []byteRange
+
+type byteRange struct{ off, end int64 }
+
+// add inserts [off, end), merging it with the ranges it overlaps or
+// touches.
+func (rs *ranges) add(off, end int64) {
+	if off >= end {
+		return
+	}
+	r := *rs
+	// i: the first range that ends at or after off (may merge).
+	i := sort.Search(len(r), func(k int) bool { return r[k].end >= off })
+	j := i
+	for j < len(r) && r[j].off <= end {
+		off, end = min(off, r[j].off), max(end, r[j].end)
+		j++
+	}
+	if i == j {
+		r = append(r, byteRange{})
+		copy(r[i+1:], r[i:])
+		r[i] = byteRange{off, end}
+	} else {
+		r[i] = byteRange{off, end}
+		r = append(r[:i+1], r[j:]...)
+	}
+	*rs = r
 }
 
 func (fs *crashFS) realSync() bool {
@@ -315,9 +405,7 @@ type faultFile struct {
 	f    File
 	name string
 	st   *faultState
-
-	mu   sync.Mutex
-	maps map[uintptr]int64 // mapping base address -> file offset
+	mine []uintptr // base addresses of this handle's live mappings (under fs.mu)
 }
 
 func (f *faultFile) Name() string { return f.name }
@@ -327,23 +415,23 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
-	return f.f.WriteAt(p, off)
+	n, err := f.f.WriteAt(p, off)
+	f.touch(off, off+int64(n))
+	return n, err
 }
 
-// snapshot records the whole file as durable.
-func (f *faultFile) snapshot() error {
-	n, err := f.f.Size()
-	if err != nil {
-		return err
-	}
-	b := make([]byte, n)
-	if _, err := f.f.ReadAt(b, 0); err != nil && err != io.EOF {
-		return err
-	}
+// touch records [off, end) as changed since the last sync.
+func (f *faultFile) touch(off, end int64) {
 	f.fs.mu.Lock()
-	f.st.durable, f.st.everSynced = b, true
+	f.st.dirty.add(off, end)
 	f.fs.mu.Unlock()
-	return nil
+}
+
+// snapshot records what changed since the last sync as durable.
+func (f *faultFile) snapshot() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	return f.st.syncLocked(f.f)
 }
 
 func (f *faultFile) Sync() error {
@@ -365,11 +453,16 @@ func (f *faultFile) Datasync() error {
 }
 
 func (f *faultFile) Fallocate(mode uint32, off, n int64) error {
-	return f.f.Fallocate(mode, off, n)
+	err := f.f.Fallocate(mode, off, n)
+	f.touch(off, off+n) // a failed call may have changed part of the range
+	return err
 }
 
 func (f *faultFile) Truncate(n int64) error {
-	return f.f.Truncate(n)
+	old, _ := f.f.Size()
+	err := f.f.Truncate(n)
+	f.touch(min(old, n), max(old, n))
+	return err
 }
 
 func (f *faultFile) Mmap(off int64, length int) ([]byte, error) {
@@ -377,29 +470,41 @@ func (f *faultFile) Mmap(off int64, length int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	if f.maps == nil {
-		f.maps = map[uintptr]int64{}
+	f.fs.mu.Lock()
+	if f.st.maps == nil {
+		f.st.maps = map[uintptr]faultMap{}
 	}
-	f.maps[sliceAddr(b)] = off
-	f.mu.Unlock()
+	f.st.maps[sliceAddr(b)] = faultMap{off: off, b: b}
+	f.mine = append(f.mine, sliceAddr(b))
+	f.fs.mu.Unlock()
 	return b, nil
 }
 
 func (f *faultFile) Munmap(b []byte) error {
-	f.mu.Lock()
-	delete(f.maps, sliceAddr(b))
-	f.mu.Unlock()
+	f.fs.mu.Lock()
+	f.forgetLocked(sliceAddr(b))
+	f.fs.mu.Unlock()
 	return f.f.Munmap(b)
 }
 
-// fileOffset finds the file offset of b within a mapping.
+// forgetLocked drops this handle's mapping at base.
+func (f *faultFile) forgetLocked(base uintptr) {
+	delete(f.st.maps, base)
+	for i, a := range f.mine {
+		if a == base {
+			f.mine = append(f.mine[:i], f.mine[i+1:]...)
+			break
+		}
+	}
+}
+
+// fileOffset finds the file offset of b within a mapping of this handle.
 func (f *faultFile) fileOffset(b []byte) (int64, bool) {
 	a := sliceAddr(b)
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
 	best, found := uintptr(0), false
-	for base := range f.maps {
+	for _, base := range f.mine {
 		if base <= a && (!found || base > best) {
 			best, found = base, true
 		}
@@ -407,7 +512,7 @@ func (f *faultFile) fileOffset(b []byte) (int64, bool) {
 	if !found {
 		return 0, false
 	}
-	return f.maps[best] + int64(a-best), true
+	return f.st.maps[best].off + int64(a-best), true
 }
 
 func (f *faultFile) Msync(b []byte) error {
@@ -443,4 +548,7 @@ func (f *faultFile) Madvise(b []byte, advice int) error     { return f.f.Madvise
 func (f *faultFile) Fadvise(off, n int64, advice int) error { return f.f.Fadvise(off, n, advice) }
 func (f *faultFile) Resident(b []byte) (int64, error)       { return f.f.Resident(b) }
 func (f *faultFile) Size() (int64, error)                   { return f.f.Size() }
-func (f *faultFile) Close() error                           { return f.f.Close() }
+
+// Close closes the handle; its mappings stay live (and tracked) until
+// Munmap, as mappings outlive their descriptor.
+func (f *faultFile) Close() error { return f.f.Close() }

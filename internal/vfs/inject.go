@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/spoolmq/spool/internal/clock"
 )
 
 // Op names an operation kind an Injector can slow down or count.
@@ -61,7 +63,7 @@ type Injector struct {
 	usage       *float64
 	diskTotal   uint64
 	diskFree    uint64
-	now         func() time.Time
+	clock       clock.Clock // nil: the inner FS's clock
 	hook        func(op Op, name string)
 }
 
@@ -126,9 +128,9 @@ func (fs *Injector) SetDiskSize(total, free uint64) {
 }
 
 // SetClock replaces the clock (nil restores the inner one).
-func (fs *Injector) SetClock(now func() time.Time) {
+func (fs *Injector) SetClock(c clock.Clock) {
 	fs.mu.Lock()
-	fs.now = now
+	fs.clock = c
 	fs.mu.Unlock()
 }
 
@@ -191,10 +193,10 @@ func enospc(op, name string) error {
 // Now is the settable clock.
 func (fs *Injector) Now() time.Time {
 	fs.mu.Lock()
-	now := fs.now
+	c := fs.clock
 	fs.mu.Unlock()
-	if now != nil {
-		return now()
+	if c != nil {
+		return c.Now()
 	}
 	return fs.inner.Now()
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/spoolmq/spool/internal/clock"
 )
 
 // MemFS is an in-memory FS with the crash model of the package doc: what
@@ -43,7 +45,7 @@ type MemFS struct {
 	dirs    map[string]bool
 	locks   map[string]bool
 	total   uint64
-	now     func() time.Time
+	clock   clock.Clock // nil: the wall clock
 }
 
 // NewMemFS returns an empty in-memory file system holding the root
@@ -61,22 +63,19 @@ func (m *MemFS) SetCapacity(total uint64) {
 	m.mu.Unlock()
 }
 
-// SetClock replaces the clock (nil restores time.Now).
-func (m *MemFS) SetClock(now func() time.Time) {
+// SetClock replaces the clock (nil restores the wall clock).
+func (m *MemFS) SetClock(c clock.Clock) {
 	m.mu.Lock()
-	m.now = now
+	m.clock = c
 	m.mu.Unlock()
 }
 
 // Now is the clock.
 func (m *MemFS) Now() time.Time {
 	m.mu.Lock()
-	now := m.now
+	c := m.clock
 	m.mu.Unlock()
-	if now != nil {
-		return now()
-	}
-	return time.Now()
+	return clock.Or(c).Now()
 }
 
 func pathErr(op, name string, err error) error { return &os.PathError{Op: op, Path: name, Err: err} }

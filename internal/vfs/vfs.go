@@ -43,7 +43,8 @@ var (
 	ErrNotMapped = errors.New("vfs: slice is not a mapping of this file")
 )
 
-// Clock is the time source of the store.
+// Clock is the time source of the store: the wall clock for OS, and the
+// clock.Clock given to SetClock for MemFS and an Injector.
 type Clock interface {
 	Now() time.Time
 }

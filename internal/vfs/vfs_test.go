@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spoolmq/spool/internal/clock"
 )
 
 func TestOSFileBasics(t *testing.T) {
@@ -181,7 +183,7 @@ func TestFaultInjection(t *testing.T) {
 		t.Fatalf("usage %v", u.UsedRatio())
 	}
 	at := time.Unix(1000, 0)
-	fs.SetClock(func() time.Time { return at })
+	fs.SetClock(clock.NewManual(at))
 	if !fs.Now().Equal(at) {
 		t.Fatal("clock")
 	}

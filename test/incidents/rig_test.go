@@ -18,6 +18,8 @@ import (
 	"github.com/spoolmq/spool/internal/broker"
 	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
+	"github.com/spoolmq/spool/internal/testkit/brokerkit"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -40,23 +42,11 @@ type rig struct {
 	opts   rigOptions
 	ns     *namesrv.Server
 	nsAddr string
+	kb     *brokerkit.Broker
 	st     *store.DefaultMessageStore
 	b      *broker.Broker
 	admin  *transport.Client
 	once   sync.Once
-}
-
-// testStoreConfig is the store configuration the scenarios start from:
-// RocketMQ defaults with test-sized files and index.
-func testStoreConfig(dir string) store.Config {
-	sc := store.DefaultConfig()
-	sc.StorePathRootDir = dir
-	sc.StorePathCommitLog = filepath.Join(dir, "commitlog")
-	sc.MappedFileSizeCommitLog = 64 << 20
-	sc.MappedFileSizeConsumeQueue = 30000 * store.CQEntrySize
-	sc.MaxHashSlotNum = 50000
-	sc.MaxIndexNum = 200000
-	return sc
 }
 
 func quietLogger() *slog.Logger {
@@ -92,39 +82,18 @@ func startRig(t testing.TB, o rigOptions) *rig {
 }
 
 func (r *rig) startBroker() {
-	t := r.t
-	t.Helper()
-	sc := testStoreConfig(r.dir)
-	if r.opts.store != nil {
-		r.opts.store(&sc)
-	}
-	fs := r.opts.fs
-	if fs == nil {
-		fs = vfs.Default
-	}
-	st, err := store.Open(sc, fs, quietLogger())
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	bc := broker.DefaultConfig()
-	bc.BrokerName = "incident-broker"
-	bc.BrokerClusterName = "IncidentCluster"
-	bc.BindAddress = "127.0.0.1"
-	bc.ListenPort = 0
-	bc.VipChannelEnable = false
-	bc.NamesrvAddr = ""
-	if r.opts.broker != nil {
-		r.opts.broker(&bc)
-	}
-	b, err := broker.New(bc, broker.Options{Store: st, StoreConfig: sc, LocalNamesrv: r.ns, Logger: quietLogger()})
-	if err != nil {
-		st.Shutdown()
-		t.Fatalf("broker.New: %v", err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatalf("broker.Start: %v", err)
-	}
-	r.st, r.b = st, b
+	r.t.Helper()
+	kb := brokerkit.Start(r.t, brokerkit.Config{Dir: r.dir, Size: testkit.Large, FS: r.opts.fs, Store: r.opts.store,
+		Broker: func(bc *broker.Config) {
+			bc.BrokerName = "incident-broker"
+			bc.BrokerClusterName = "IncidentCluster"
+			bc.VipChannelEnable = false
+			if r.opts.broker != nil {
+				r.opts.broker(bc)
+			}
+		},
+		Options: broker.Options{LocalNamesrv: r.ns, Logger: quietLogger()}})
+	r.kb, r.st, r.b = kb, kb.Store, kb.Broker
 }
 
 // stopBroker shuts the broker (and its store) down, keeping the name
@@ -133,13 +102,9 @@ func (r *rig) stopBroker() {
 	if r.b == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := r.b.Shutdown(ctx); err != nil {
-		r.t.Errorf("broker shutdown: %v", err)
-	}
+	r.kb.Stop(r.t)
 	r.admin.CloseConn(r.b.Addr())
-	r.b, r.st = nil, nil
+	r.kb, r.b, r.st = nil, nil, nil
 }
 
 // restartBroker stops the broker and starts it again on the same store.
