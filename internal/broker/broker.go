@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/vfs"
@@ -63,9 +64,9 @@ type Broker struct {
 	store   store.MessageStore
 	server  *transport.Server
 
-	topics    *TopicConfigManager
-	groups    *SubscriptionGroupManager
-	offsets   *ConsumerOffsetManager
+	topics    *metadata.TopicConfigManager
+	groups    *metadata.SubscriptionGroupManager
+	offsets   *metadata.ConsumerOffsetManager
 	consumers *ConsumerManager
 	producers *ProducerManager
 	locks     *RebalanceLockManager
@@ -143,10 +144,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		b.cfgFile = DefaultConfigFile(opts.StoreConfig.StorePathRootDir)
 	}
 	configDir := filepath.Join(opts.StoreConfig.StorePathRootDir, "config")
-	b.topics = newTopicConfigManager(&cfg, configDir, logger)
-	b.groups = newSubscriptionGroupManager(configDir, logger)
-	b.offsets = newConsumerOffsetManager(configDir, logger)
-	for _, load := range []func() error{b.topics.load, b.groups.load, b.offsets.load} {
+	md := metadataDeps(&cfg, configDir, logger)
+	b.topics = metadata.NewTopicConfigManager(md)
+	b.groups = metadata.NewSubscriptionGroupManager(md)
+	b.offsets = metadata.NewConsumerOffsetManager(md)
+	for _, load := range []func() error{b.topics.Load, b.groups.Load, b.offsets.Load} {
 		if err := load(); err != nil {
 			return nil, err
 		}
@@ -158,7 +160,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b.consumers.onChange = b.notifyConsumerIdsChanged
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
-	b.topics.onChange = b.registrar.topicChanged
+	b.topics.OnChange = b.registrar.topicChanged
 	b.schedule = newScheduleService(b, filepath.Join(configDir, "delayOffset.json"))
 	if err := b.schedule.load(); err != nil {
 		return nil, err
@@ -280,10 +282,10 @@ func (b *Broker) Start() error {
 	b.storeHost = host
 	b.markReady()
 
-	for _, f := range []*metadataFile{b.topics.file, b.groups.file, b.offsets.file, b.schedule.file} {
-		f.start()
+	for _, f := range []*metadata.File{b.topics.File, b.groups.File, b.offsets.File, b.schedule.file} {
+		f.Start()
 	}
-	b.background(func() { b.offsets.runFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
+	b.background(func() { b.offsets.RunFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
 	b.background(b.housekeeping)
 	b.background(func() { b.stats.run(b.stop, b.timerTotals) })
 	b.background(b.flow.run)
@@ -368,12 +370,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if err := b.closeTimers(); err != nil {
 		errs = append(errs, err)
 	}
-	for _, f := range []*metadataFile{b.topics.file, b.groups.file, b.offsets.file, b.schedule.file} {
-		if err := f.close(); err != nil {
+	for _, f := range []*metadata.File{b.topics.File, b.groups.File, b.offsets.File, b.schedule.file} {
+		if err := f.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := b.topics.journal.close(); err != nil {
+	if err := b.topics.Journal.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := b.store.Shutdown(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -47,7 +48,7 @@ func (b *Broker) handleHeartbeat(c *transport.Conn, req *remoting.Command) *remo
 			continue
 		}
 		if sg.RetryQueueNums > 0 {
-			b.topics.CreateInSendBack(retryTopic(cd.GroupName), sg.RetryQueueNums, permRead|permWrite, 0)
+			b.topics.CreateInSendBack(retryTopic(cd.GroupName), sg.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
 		}
 		subs := make([]*subscription, 0, len(cd.SubscriptionDataSet))
 		for _, sd := range cd.SubscriptionDataSet {

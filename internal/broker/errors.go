@@ -1,5 +1,6 @@
 package broker
 
+import "github.com/spoolmq/spool/internal/metadata"
 import "errors"
 
 // Sentinel errors. Request-level failures are answered with a response
@@ -17,7 +18,7 @@ var (
 	ErrConfig = errors.New("invalid broker configuration")
 	// ErrMetadata marks a metadata file (topics, groups, offsets) that
 	// cannot be read or written.
-	ErrMetadata = errors.New("broker metadata file")
+	ErrMetadata = metadata.ErrMetadata
 	// ErrRegister marks a failed registration with a name server.
 	ErrRegister = errors.New("name server registration failed")
 )

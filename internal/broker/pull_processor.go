@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -116,7 +117,7 @@ func (b *Broker) answerRerun(c *transport.Conn, req *remoting.Command, h *pullHe
 // with res.Buffers as its body, and res released after they were written.
 func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) (resp *remoting.Command, res *store.GetResult) {
 	cfg := b.config()
-	if !isReadable(cfg.BrokerPermission) {
+	if !metadata.IsReadable(cfg.BrokerPermission) {
 		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", b.addr)), nil
 	}
 	sg := b.groups.FindOrCreate(h.consumerGroup, cfg.AutoCreateSubscriptionGroup)
@@ -132,7 +133,7 @@ func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader
 		return response(req, remoting.TopicNotExist,
 			fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL)), nil
 	}
-	if !isReadable(tc.Perm) {
+	if !metadata.IsReadable(tc.Perm) {
 		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic)), nil
 	}
 	if h.queueID < 0 || int(h.queueID) >= tc.ReadQueueNums {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -17,7 +18,7 @@ import (
 func TestSendBackRetryDetails(t *testing.T) {
 	e := startBroker(t, nil)
 	e.createTopic("RB", 1)
-	g := newSubscriptionGroupConfig("rq")
+	g := metadata.NewSubscriptionGroupConfig("rq")
 	g.RetryQueueNums = 3
 	g.RetryMaxTimes = 2
 	body, _ := json.Marshal(g)
@@ -91,7 +92,7 @@ func TestSendBackRetryDetails(t *testing.T) {
 	e.waitDispatched("%DLQ%rq", 0, 3)
 
 	// retryQueueNums 0: answered SUCCESS, nothing stored.
-	g0 := newSubscriptionGroupConfig("rq0")
+	g0 := metadata.NewSubscriptionGroupConfig("rq0")
 	g0.RetryQueueNums = 0
 	body, _ = json.Marshal(g0)
 	e.invoke(goRequest(remoting.UpdateAndCreateSubscriptionGroup, nil, body))

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 )
@@ -61,7 +62,7 @@ type delayOffsetFile struct {
 // kill -9 neither redelivers nor loses a delayed message.
 type scheduleService struct {
 	b    *Broker
-	file *metadataFile
+	file *metadata.File
 
 	mu        sync.Mutex
 	offsets   map[int]int64 // level -> next offset
@@ -81,7 +82,7 @@ type scheduleService struct {
 func newScheduleService(b *Broker, path string) *scheduleService {
 	s := &scheduleService{b: b, offsets: make(map[int]int64), inflight: make(map[int]int64), validUpTo: markNoFile,
 		quit: make(chan struct{})}
-	s.file = newMetadataFile(path, s.encode, b.logger)
+	s.file = metadata.NewFile(path, s.encode, b.logger)
 	s.wake = make([]chan struct{}, len(b.delayLevels))
 	for i := range s.wake {
 		s.wake[i] = make(chan struct{}, 1)
@@ -90,13 +91,13 @@ func newScheduleService(b *Broker, path string) *scheduleService {
 }
 
 func (s *scheduleService) load() error {
-	b, err := s.file.load()
+	b, err := s.file.Load()
 	if err != nil || b == nil {
 		return err
 	}
 	var doc delayOffsetFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, s.file.path, err)
+		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, s.file.Path, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,7 +108,7 @@ func (s *scheduleService) load() error {
 	for k, v := range doc.OffsetTable {
 		level, err := strconv.Atoi(k)
 		if err != nil {
-			return fmt.Errorf("%w: %s: level %q: %w", ErrMetadata, s.file.path, k, err)
+			return fmt.Errorf("%w: %s: level %q: %w", ErrMetadata, s.file.Path, k, err)
 		}
 		s.offsets[level] = v
 	}
@@ -185,7 +186,7 @@ func (s *scheduleService) start() {
 		s.mu.Lock()
 		s.recoveredAll = true
 		s.mu.Unlock()
-		s.file.markDirty()
+		s.file.MarkDirty()
 		for i := range s.b.delayLevels {
 			s.wg.Add(1)
 			go func() {
@@ -212,7 +213,7 @@ func (s *scheduleService) persistLoop() {
 		s.dirty = false
 		s.mu.Unlock()
 		if dirty {
-			s.file.markDirty()
+			s.file.MarkDirty()
 		}
 	}
 }

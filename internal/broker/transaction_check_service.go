@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -192,7 +193,7 @@ func (s *transactionCheckService) saveIndex() {
 	}
 	data, err := encodeTransactionIndex(hs, halfFrom, opFrom)
 	if err == nil {
-		err = writeFileAtomic(s.indexPath, data)
+		err = metadata.WriteFileAtomic(s.indexPath, data)
 	}
 	if err != nil {
 		s.b.logger.Error("transaction index: write snapshot", "file", s.indexPath, "err", err)
@@ -379,7 +380,7 @@ func (s *transactionCheckService) giveUp(x *message.Ext, h pendingHalf) {
 	m.Properties[message.PropertyTransactionCheckTimes] = strconv.Itoa(int(h.checks))
 	m.PropertiesString = message.EncodeProperties(m.Properties)
 	if s.b.topics.Find(topicTransCheckMax) == nil {
-		s.b.topics.CreateInSendBack(topicTransCheckMax, 1, permRead|permWrite, 0)
+		s.b.topics.CreateInSendBack(topicTransCheckMax, 1, metadata.PermRead|metadata.PermWrite, 0)
 	}
 	if _, ok := s.put(m); !ok {
 		return

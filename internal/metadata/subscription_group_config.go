@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 // SubscriptionGroupConfig is a consumer group's configuration, in RocketMQ's
 // JSON form (subscriptionGroup.json and GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
@@ -19,7 +19,7 @@ type SubscriptionGroupConfig struct {
 }
 
 // newSubscriptionGroupConfig returns a group config with RocketMQ's defaults.
-func newSubscriptionGroupConfig(group string) *SubscriptionGroupConfig {
+func NewSubscriptionGroupConfig(group string) *SubscriptionGroupConfig {
 	return &SubscriptionGroupConfig{
 		GroupName:                      group,
 		ConsumeEnable:                  true,
