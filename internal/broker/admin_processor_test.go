@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -165,7 +166,7 @@ func TestLockBatchMQ(t *testing.T) {
 	locked := func(client string) int {
 		r := e.invoke(goRequest(remoting.LockBatchMQ, nil, body(client)))
 		var out struct {
-			LockOKMQSet []MessageQueue `json:"lockOKMQSet"`
+			LockOKMQSet []clients.MessageQueue `json:"lockOKMQSet"`
 		}
 		if err := json.Unmarshal(r.Body, &out); err != nil {
 			t.Fatalf("lock answer %s: %v", r.Body, err)

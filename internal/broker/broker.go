@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
@@ -67,9 +68,9 @@ type Broker struct {
 	topics    *metadata.TopicConfigManager
 	groups    *metadata.SubscriptionGroupManager
 	offsets   *metadata.ConsumerOffsetManager
-	consumers *ConsumerManager
-	producers *ProducerManager
-	locks     *RebalanceLockManager
+	consumers *clients.ConsumerManager
+	producers *clients.ProducerManager
+	locks     *clients.RebalanceLockManager
 	longPoll  *longPollService
 	registrar *registrar
 	schedule  *scheduleService
@@ -129,9 +130,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b := &Broker{
 		cfgFile:     opts.ConfigFile,
 		logger:      logger,
-		consumers:   newConsumerManager(),
-		producers:   newProducerManager(),
-		locks:       newRebalanceLockManager(),
+		consumers:   clients.NewConsumerManager(clients.Deps{Logger: logger}),
+		producers:   clients.NewProducerManager(),
+		locks:       clients.NewRebalanceLockManager(),
 		stats:       newBrokerStats(),
 		executors:   make(map[string]*transport.Executor),
 		delayLevels: levels,
@@ -158,7 +159,6 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		// give producers a route for every unknown topic.
 		b.topics.Delete(topicAutoCreate)
 	}
-	b.consumers.onChange = b.notifyConsumerIdsChanged
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
 	b.topics.OnChange = b.registrar.topicChanged
 	b.schedule = newScheduleService(b, filepath.Join(configDir, "delayOffset.json"))

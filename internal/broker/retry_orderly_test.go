@@ -3,7 +3,6 @@ package broker
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/message"
@@ -133,30 +132,5 @@ func TestRetrySendWhileOrderlyLockedGoesToDLQ(t *testing.T) {
 	e.waitDispatched("%RETRY%olg", 0, 1)
 	if n := e.b.store.MaxOffsetInQueue("%DLQ%olg", 0); n != 2 {
 		t.Fatalf("DLQ holds %d after the owner unlocked", n)
-	}
-}
-
-// TestRebalanceLockRenewal: a lock lives 60 s after its last renewal.
-func TestRebalanceLockRenewal(t *testing.T) {
-	m := newRebalanceLockManager()
-	now := time.Unix(1000, 0)
-	m.now = func() time.Time { return now }
-	mq := []MessageQueue{{Topic: "T", BrokerName: "b", QueueID: 0}}
-	m.TryLockBatch("g", mq, "c1")
-	now = now.Add(59 * time.Second)
-	if got := m.TryLockBatch("g", mq, "c1"); len(got) != 1 {
-		t.Fatal("renewal refused")
-	}
-	now = now.Add(59 * time.Second) // 118 s after the lock, 59 s after the renewal
-	if got := m.TryLockBatch("g", mq, "c2"); len(got) != 0 || m.IsLockAllExpired("g") {
-		t.Fatal("a renewed lock expired early")
-	}
-	m.UnlockBatch("g", mq, "c2")
-	if m.IsLockAllExpired("g") {
-		t.Fatal("a non-owner unlocked")
-	}
-	now = now.Add(2 * time.Second)
-	if !m.IsLockAllExpired("g") {
-		t.Fatal("lock alive 61 s after its renewal")
 	}
 }

@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"internal/timer":       {"internal/corrupt", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
 	"internal/namesrv":     {"remoting", "remoting/transport", "internal/clock"},
 	"internal/metadata":    {},
+	"internal/clients":     {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/broker":      {"*"},
 	"internal/testkit":     {"*"},
 	"internal/layering":    {},
