@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"internal/namesrv":     {"remoting", "remoting/transport", "internal/clock"},
 	"internal/metadata":    {},
 	"internal/clients":     {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
+	"internal/transaction": {"internal/metadata", "internal/store", "message"},
 	"internal/broker":      {"*"},
 	"internal/testkit":     {"*"},
 	"internal/layering":    {},
