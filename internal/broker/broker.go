@@ -14,6 +14,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/vfs"
@@ -73,7 +74,7 @@ type Broker struct {
 	locks     *clients.RebalanceLockManager
 	longPoll  *longPollService
 	registrar *registrar
-	schedule  *scheduleService
+	schedule  *schedule.Service
 	txCheck   *transactionCheckService
 	timers    *timer.Service // nil when timerWheelEnable is off
 	stats     *brokerStats
@@ -161,8 +162,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
 	b.topics.OnChange = b.registrar.topicChanged
-	b.schedule = newScheduleService(b, filepath.Join(configDir, "delayOffset.json"))
-	if err := b.schedule.load(); err != nil {
+	b.schedule = schedule.NewService(scheduleDeps(b, filepath.Join(configDir, "delayOffset.json")))
+	if err := b.schedule.Load(); err != nil {
 		return nil, err
 	}
 	b.store = opts.Store
@@ -282,7 +283,7 @@ func (b *Broker) Start() error {
 	b.storeHost = host
 	b.markReady()
 
-	for _, f := range []*metadata.File{b.topics.File, b.groups.File, b.offsets.File, b.schedule.file} {
+	for _, f := range []*metadata.File{b.topics.File, b.groups.File, b.offsets.File, b.schedule.File} {
 		f.Start()
 	}
 	b.background(func() { b.offsets.RunFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
@@ -293,7 +294,7 @@ func (b *Broker) Start() error {
 	b.registrar.round()
 	b.background(b.registrar.run)
 	b.background(b.registrar.runTopicChanges)
-	b.schedule.start()
+	b.schedule.Start()
 	b.txCheck.start()
 	b.logger.Info("broker started", "addr", b.addr, "vip", b.vipAddr, "name", cfg.BrokerName,
 		"cluster", cfg.BrokerClusterName, "namesrv", cfg.NamesrvAddr)
@@ -314,7 +315,7 @@ func (b *Broker) background(fn func()) {
 // schedule service. It never blocks.
 func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
 	if topic == topicSchedule {
-		b.schedule.onDispatch(queueID)
+		b.schedule.OnDispatch(queueID)
 	}
 	b.longPoll.onDispatch(topic, queueID, maxOffset)
 }
@@ -348,7 +349,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return ErrShutdown
 	}
 	var errs []error
-	b.schedule.stop()
+	b.schedule.Stop()
 	b.txCheck.stop()
 	b.longPoll.shutdown()
 	if err := b.inflight.wait(ctx); err != nil {
@@ -370,7 +371,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if err := b.closeTimers(); err != nil {
 		errs = append(errs, err)
 	}
-	for _, f := range []*metadata.File{b.topics.File, b.groups.File, b.offsets.File, b.schedule.file} {
+	for _, f := range []*metadata.File{b.topics.File, b.groups.File, b.offsets.File, b.schedule.File} {
 		if err := f.Close(); err != nil {
 			errs = append(errs, err)
 		}

@@ -1,7 +1,10 @@
 package broker
 
-import "github.com/spoolmq/spool/internal/metadata"
-import "errors"
+import (
+	"errors"
+
+	"github.com/spoolmq/spool/internal/metadata"
+)
 
 // Sentinel errors. Request-level failures are answered with a response
 // code and remark; these are for the broker's own API and for wrapping.

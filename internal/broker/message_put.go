@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/transaction"
@@ -57,7 +58,7 @@ func (b *Broker) timerRefusal(props map[string]string) (int32, string, bool) {
 // stripMarkers removes the delivery markers of the delay and timer
 // services from a message a client sent: only the broker writes them.
 func stripMarkers(props map[string]string) {
-	delete(props, propertyDelaySource)
+	delete(props, schedule.PropertyDelaySource)
 	delete(props, timer.PropertyTimerSource)
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
@@ -191,7 +192,7 @@ func scanPlainProperties(s string) (plainProperties, bool) {
 		case message.PropertyDelayTimeLevel, message.PropertyTransactionPrepared,
 			message.PropertyCluster, message.PropertyMsgRegion, message.PropertyTraceSwitch,
 			message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS,
-			propertyDelaySource, timer.PropertyTimerSource:
+			schedule.PropertyDelaySource, timer.PropertyTimerSource:
 			plain = false
 			return false
 		}

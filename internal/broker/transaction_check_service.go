@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
@@ -425,7 +426,7 @@ func (s *transactionCheckService) rebuild() bool {
 	st := s.b.store
 	// Let the store dispatch what its recovery found, so both queues are
 	// complete up to the moment the broker started.
-	if !waitStoreDispatch(st, s.quit) {
+	if !schedule.WaitStoreDispatch(st, s.quit) {
 		return false
 	}
 	halfFrom := s.b.offsets.Query(transGroup, topicTransHalf, 0)

@@ -1,7 +1,11 @@
 package broker
 
-import "github.com/spoolmq/spool/internal/metadata"
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/schedule"
+)
 
 // metadataDeps is what the broker gives the metadata managers.
 func metadataDeps(cfg *Config, configDir string, logger *slog.Logger) metadata.Deps {
@@ -43,4 +47,21 @@ func systemTopics(cfg *Config) []*metadata.TopicConfig {
 	add(metadata.NewTopicConfig(topicTransHalf, 1, 1, metadata.PermRead|metadata.PermWrite))
 	add(metadata.NewTopicConfig(topicTransOpHalf, 1, 1, metadata.PermRead|metadata.PermWrite))
 	return out
+}
+
+// scheduleDeps is what the broker gives the schedule service.
+func scheduleDeps(b *Broker, path string) schedule.Deps {
+	return schedule.Deps{
+		Store:       b.Store,
+		StoreConfig: b.storeConfig,
+		DelayLevels: b.delayLevels,
+		Topic:       topicSchedule,
+		Path:        path,
+		CountPut:    b.stats.countPut,
+		RecoveryBudget: func() schedule.Budget {
+			rb := newReadBudget(wallClock{})
+			return schedule.Budget{Wait: rb.wait, Charge: rb.charge}
+		},
+		Logger: b.logger,
+	}
 }

@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"internal/metadata":    {},
 	"internal/clients":     {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/transaction": {"internal/metadata", "internal/store", "message"},
+	"internal/schedule":    {"internal/metadata", "internal/store", "message"},
 	"internal/broker":      {"*"},
 	"internal/testkit":     {"*"},
 	"internal/layering":    {},
