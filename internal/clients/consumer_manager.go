@@ -178,22 +178,22 @@ func (m *ConsumerManager) ClientIDs(group string) []string {
 	return out
 }
 
-// groupView is what the pull path needs from a group's registration.
-type groupView struct {
+// GroupView is what the pull path needs from a group's registration.
+type GroupView struct {
 	MessageModel string
 	Sub          *Subscription
 }
 
 // FindSubscription returns the group's subscription of topic. found
 // reports whether the group is registered at all.
-func (m *ConsumerManager) FindSubscription(group, topic string) (v groupView, found bool) {
+func (m *ConsumerManager) FindSubscription(group, topic string) (v GroupView, found bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	gi := m.groups[group]
 	if gi == nil {
-		return groupView{}, false
+		return GroupView{}, false
 	}
-	return groupView{MessageModel: gi.messageModel, Sub: gi.subscriptions[topic]}, true
+	return GroupView{MessageModel: gi.messageModel, Sub: gi.subscriptions[topic]}, true
 }
 
 // Groups returns the registered group names, sorted.
