@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/message"
 )
 
@@ -31,8 +30,8 @@ func parseDelayLevels(s string) ([]time.Duration, error) {
 		}
 		out = append(out, time.Duration(n)*unit)
 	}
-	if len(out) > metadata.ScheduleQueueNums {
-		return nil, fmt.Errorf("%w: messageDelayLevel has %d levels, at most %d are supported", ErrConfig, len(out), metadata.ScheduleQueueNums)
+	if len(out) > scheduleQueueNums {
+		return nil, fmt.Errorf("%w: messageDelayLevel has %d levels, at most %d are supported", ErrConfig, len(out), scheduleQueueNums)
 	}
 	return out, nil
 }

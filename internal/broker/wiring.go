@@ -7,6 +7,10 @@ import (
 	"github.com/spoolmq/spool/internal/schedule"
 )
 
+// scheduleQueueNums is the number of SCHEDULE_TOPIC_XXXX queues: one per
+// delay level of the default level table.
+const scheduleQueueNums = 18
+
 // metadataDeps is what the broker gives the metadata managers.
 func metadataDeps(cfg *Config, configDir string, logger *slog.Logger) metadata.Deps {
 	return metadata.Deps{
@@ -39,7 +43,7 @@ func systemTopics(cfg *Config) []*metadata.TopicConfig {
 	}
 	add(metadata.NewTopicConfig(cfg.BrokerName, 1, 1, brokerPerm))
 	add(metadata.NewTopicConfig(topicOffsetMovedEvent, 1, 1, metadata.PermRead|metadata.PermWrite))
-	add(metadata.NewTopicConfig(topicSchedule, metadata.ScheduleQueueNums, metadata.ScheduleQueueNums, metadata.PermRead|metadata.PermWrite))
+	add(metadata.NewTopicConfig(topicSchedule, scheduleQueueNums, scheduleQueueNums, metadata.PermRead|metadata.PermWrite))
 	if cfg.TraceTopicEnable {
 		add(metadata.NewTopicConfig(cfg.MsgTraceTopicName, 1, 1, metadata.PermRead|metadata.PermWrite))
 	}

@@ -12,16 +12,12 @@ import (
 	"time"
 )
 
-// scheduleQueueNums is the number of SCHEDULE_TOPIC_XXXX queues: one per
-// delay level of the default level table.
-const ScheduleQueueNums = 18
-
 // topicsFilePause is the least time between two background writes of
 // topics.json: a change is durable in the topic journal before it is
 // answered, so the whole table is rewritten at most this often.
 const topicsFilePause = time.Second
 
-// topicConfigFile is the JSON document of config/topics.json.
+// TopicConfigFile is the JSON document of config/topics.json.
 type TopicConfigFile struct {
 	TopicConfigTable map[string]*TopicConfig `json:"topicConfigTable"`
 	DataVersion      DataVersion             `json:"dataVersion"`
@@ -76,7 +72,7 @@ func NewTopicConfigManager(d Deps) *TopicConfigManager {
 	return m
 }
 
-// load reads topics.json (its entries override the built-in ones) and
+// Load reads topics.json (its entries override the built-in ones) and
 // applies the journal's newer changes.
 func (m *TopicConfigManager) Load() error {
 	b, err := m.File.Load()
