@@ -6,7 +6,7 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// clientChannel is one client connection known from its heartbeats.
+// Channel is one client connection known from its heartbeats.
 type Channel struct {
 	Conn       *transport.Conn
 	ClientID   string

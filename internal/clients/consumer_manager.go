@@ -48,7 +48,7 @@ func NewConsumerManager(d Deps) *ConsumerManager {
 	return m
 }
 
-// consumerRegistration is one group's part of a heartbeat.
+// Registration is one group's part of a heartbeat.
 type Registration struct {
 	Group            string
 	ConsumeType      string

@@ -55,7 +55,7 @@ func (c *codeSet) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// subscription is a registered subscription with its compiled filter.
+// Subscription is a registered subscription with its compiled filter.
 type Subscription struct {
 	Data SubscriptionData
 	// filter is nil for "*"; compileErr is set when the expression does
@@ -64,7 +64,7 @@ type Subscription struct {
 	CompileErr error
 }
 
-// normalizeSubscription recomputes the tag set and codes of a TAG
+// NormalizeSubscription recomputes the tag set and codes of a TAG
 // subscription from its expression (Java's rule) and compiles its filter.
 func NormalizeSubscription(d SubscriptionData) *Subscription {
 	if d.ExpressionType == "" {
@@ -102,7 +102,7 @@ func tagsAndCodes(expr string) ([]string, codeSet) {
 	return tags, codes
 }
 
-// compileFilter compiles an expression; "*" and "" of type TAG match all
+// CompileFilter compiles an expression; "*" and "" of type TAG match all
 // and return a nil filter.
 func CompileFilter(exprType, expr string) (store.MessageFilter, error) {
 	expr = strings.TrimSpace(expr)

@@ -77,7 +77,7 @@ func (m *ConsumerOffsetManager) encode() ([]byte, error) {
 	return json.MarshalIndent(&doc, "", "\t")
 }
 
-// runFlusher persists the table every interval while it is dirty, until
+// RunFlusher persists the table every interval while it is dirty, until
 // stop is closed.
 func (m *ConsumerOffsetManager) RunFlusher(interval time.Duration, stop <-chan struct{}) {
 	if interval <= 0 {

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 )
 
-// errMetadata marks a metadata file (topics, groups, offsets) that cannot
+// ErrMetadata marks a metadata file (topics, groups, offsets) that cannot
 // be read or written.
 var ErrMetadata = errors.New("broker metadata file")
 

@@ -59,7 +59,7 @@ func NewFile(path string, snapshot func() ([]byte, error), logger *slog.Logger) 
 	}
 }
 
-// load returns the file's content, or nil when it does not exist.
+// Load returns the file's content, or nil when it does not exist.
 func (f *File) Load() ([]byte, error) {
 	b, err := os.ReadFile(f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -71,7 +71,7 @@ func (f *File) Load() ([]byte, error) {
 	return b, nil
 }
 
-// markDirty asks the background writer to persist a new snapshot.
+// MarkDirty asks the background writer to persist a new snapshot.
 func (f *File) MarkDirty() {
 	select {
 	case f.dirty <- struct{}{}:
@@ -79,7 +79,7 @@ func (f *File) MarkDirty() {
 	}
 }
 
-// dirtyWait marks the file dirty and returns a channel closed when a write
+// DirtyWait marks the file dirty and returns a channel closed when a write
 // whose snapshot was taken after the call has ended (successfully or with
 // its error logged), so everything changed before the call is on disk.
 func (f *File) DirtyWait() <-chan struct{} {
@@ -152,7 +152,7 @@ func (f *File) sleep(d time.Duration) bool {
 	}
 }
 
-// close stops the background writer and writes a final snapshot.
+// Close stops the background writer and writes a final snapshot.
 func (f *File) Close() error {
 	if f.started {
 		select {
@@ -165,7 +165,7 @@ func (f *File) Close() error {
 	return f.Flush()
 }
 
-// flush writes the current snapshot now.
+// Flush writes the current snapshot now.
 func (f *File) Flush() error {
 	f.writeMu.Lock()
 	defer f.writeMu.Unlock()
@@ -189,7 +189,7 @@ func (f *File) Flush() error {
 	return nil
 }
 
-// writeFileAtomic replaces path with data: temp file, fsync, rename, fsync
+// WriteFileAtomic replaces path with data: temp file, fsync, rename, fsync
 // of the directory.
 func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)

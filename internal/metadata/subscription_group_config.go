@@ -18,7 +18,7 @@ type SubscriptionGroupConfig struct {
 	Attributes                     map[string]string `json:"attributes"`
 }
 
-// newSubscriptionGroupConfig returns a group config with RocketMQ's defaults.
+// NewSubscriptionGroupConfig returns a group config with RocketMQ's defaults.
 func NewSubscriptionGroupConfig(group string) *SubscriptionGroupConfig {
 	return &SubscriptionGroupConfig{
 		GroupName:                      group,

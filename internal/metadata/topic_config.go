@@ -20,7 +20,7 @@ const (
 	FilterMultiTag  = "MULTI_TAG"
 )
 
-// newTopicConfig copies name: a name sliced from a request header would
+// NewTopicConfig copies name: a name sliced from a request header would
 // keep the whole header alive as long as the table holds the topic.
 func NewTopicConfig(name string, read, write, perm int) *TopicConfig {
 	return &TopicConfig{
@@ -44,7 +44,7 @@ func (t *TopicConfig) clone() *TopicConfig {
 	return &c
 }
 
-// queueIDBound is the exclusive bound of legal queue ids for sends.
+// QueueIDBound is the exclusive bound of legal queue ids for sends.
 func (t *TopicConfig) QueueIDBound() int { return max(t.ReadQueueNums, t.WriteQueueNums) }
 
 func (t *TopicConfig) equal(o *TopicConfig) bool {

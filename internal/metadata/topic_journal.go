@@ -33,7 +33,7 @@ type topicJournal struct {
 	newest int64 // counter of the newest appended change
 }
 
-// topicChange is one journal line.
+// TopicChange is one journal line.
 type TopicChange struct {
 	DataVersion DataVersion  `json:"dataVersion"`
 	TopicConfig *TopicConfig `json:"topicConfig,omitempty"`
@@ -42,7 +42,7 @@ type TopicChange struct {
 
 func newTopicJournal(path string) *topicJournal { return &topicJournal{path: path} }
 
-// append writes changes and fsyncs the journal.
+// Append writes changes and fsyncs the journal.
 func (j *topicJournal) Append(changes []TopicChange) error {
 	var buf bytes.Buffer
 	for i := range changes {

@@ -41,7 +41,7 @@ const (
 	PropertyDelaySource = "__DELAY_SRC"
 )
 
-// delayOffsetFile is config/delayOffset.json: delay level -> next offset of
+// DelayOffsetFile is config/delayOffset.json: delay level -> next offset of
 // its SCHEDULE_TOPIC_XXXX queue, and (Spool's addition) the CommitLog
 // offset up to which the table accounts for every delivery.
 type DelayOffsetFile struct {
@@ -49,7 +49,7 @@ type DelayOffsetFile struct {
 	CommitLogOffset *int64           `json:"commitLogOffset,omitempty"`
 }
 
-// scheduleService delivers delayed messages: one goroutine per delay level
+// Service delivers delayed messages: one goroutine per delay level
 // reads its SCHEDULE_TOPIC_XXXX queue in order and, when an entry is due
 // (store time + level delay, never earlier), stores the message again in
 // REAL_TOPIC / REAL_QID without DELAY and with __DELAY_SRC=<level>:<offset>.
@@ -174,7 +174,7 @@ func (s *Service) abortDelivery(level int) {
 	s.mu.Unlock()
 }
 
-// start recovers the progress from the CommitLog, then starts one
+// Start recovers the progress from the CommitLog, then starts one
 // goroutine per level and the periodic persister.
 func (s *Service) Start() {
 	s.wg.Add(1)
@@ -312,7 +312,7 @@ func (s *Service) recover() bool {
 // dispatch what its recovery found.
 const storeDispatchWait = 30 * time.Second
 
-// waitStoreDispatch waits until the consume queues cover the CommitLog as
+// WaitStoreDispatch waits until the consume queues cover the CommitLog as
 // it was when called (at most storeDispatchWait); false when quit closes.
 func WaitStoreDispatch(st store.MessageStore, quit <-chan struct{}) bool {
 	target := st.MaxPhyOffset()
@@ -348,7 +348,7 @@ func (s *Service) Stop() {
 	s.wg.Wait()
 }
 
-// onDispatch wakes the level whose schedule queue received a message.
+// OnDispatch wakes the level whose schedule queue received a message.
 func (s *Service) OnDispatch(queueID int32) {
 	if int(queueID) < len(s.wake) && queueID >= 0 {
 		select {
@@ -478,7 +478,7 @@ func scheduledToReal(ext *message.Ext, level int, qoff int64) (*message.Inner, e
 	return m, nil
 }
 
-// runningStats adds RocketMQ's scheduleMessageOffset_<level> figures: for
+// RunningStats adds RocketMQ's scheduleMessageOffset_<level> figures: for
 // every delay level with an offset, "<next offset to deliver>,<max offset of
 // the level's queue>".
 func (s *Service) RunningStats(t map[string]string) {

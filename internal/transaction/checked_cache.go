@@ -2,10 +2,10 @@ package transaction
 
 import "sync"
 
-// checkedCacheBytes bounds the records kept by checkedCache.
+// CheckedCacheBytes bounds the records kept by checkedCache.
 const CheckedCacheBytes = 4 << 20
 
-// checkedCache keeps the half records the check service has just read, so
+// CheckedCache keeps the half records the check service has just read, so
 // the END_TRANSACTION that answers a check (commit, usually within
 // milliseconds) does not read the same cold record again. Oldest first
 // out; an entry is dropped when taken.
@@ -21,7 +21,7 @@ func NewCheckedCache(limit int64) *CheckedCache {
 	return &CheckedCache{recs: make(map[int64][]byte), limit: limit}
 }
 
-// put keeps rec (which the caller must not modify afterwards).
+// Put keeps rec (which the caller must not modify afterwards).
 func (c *CheckedCache) Put(phy int64, rec []byte) {
 	if int64(len(rec)) > c.limit {
 		return
@@ -44,7 +44,7 @@ func (c *CheckedCache) Put(phy int64, rec []byte) {
 	c.bytes += int64(len(rec))
 }
 
-// take returns and forgets the record at phy.
+// Take returns and forgets the record at phy.
 func (c *CheckedCache) Take(phy int64) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

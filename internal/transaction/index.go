@@ -10,7 +10,7 @@ import (
 	"github.com/spoolmq/spool/message"
 )
 
-// pendingHalf is what the check service needs to know about an unresolved
+// PendingHalf is what the check service needs to know about an unresolved
 // half message without reading it.
 type PendingHalf struct {
 	QueueOffset int64 // offset in RMQ_SYS_TRANS_HALF_TOPIC queue 0
@@ -30,7 +30,7 @@ type PendingHalf struct {
 // offset (and the op records referring to it) will have.
 type halfPut struct{ halfLow, opLow int64 }
 
-// transactionIndex is the in-memory table of unresolved half messages,
+// Index is the in-memory table of unresolved half messages,
 // keyed by half-queue offset. Entries come from the put path (a half is
 // indexed before its send is answered) and, after a restart, from the
 // budgeted rebuild; END_TRANSACTION and give-ups remove them. Choosing
@@ -75,7 +75,7 @@ func (x *Index) internLocked(g string) string {
 	return g
 }
 
-// beginPut registers a half message about to be stored.
+// BeginPut registers a half message about to be stored.
 func (x *Index) BeginPut(halfLow, opLow int64) uint64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -85,7 +85,7 @@ func (x *Index) BeginPut(halfLow, opLow int64) uint64 {
 	return x.nextPut
 }
 
-// beginOp registers an op record about to be stored; opLow is the op
+// BeginOp registers an op record about to be stored; opLow is the op
 // queue's end before it.
 func (x *Index) BeginOp(opLow int64) uint64 {
 	x.mu.Lock()
@@ -95,7 +95,7 @@ func (x *Index) BeginOp(opLow int64) uint64 {
 	return x.nextPut
 }
 
-// endOp finishes an op record started with beginOp, after its effect on
+// EndOp finishes an op record started with beginOp, after its effect on
 // the index has been applied.
 func (x *Index) EndOp(id uint64) {
 	x.mu.Lock()
@@ -103,7 +103,7 @@ func (x *Index) EndOp(id uint64) {
 	x.mu.Unlock()
 }
 
-// endPut finishes a put started with beginPut; h is nil when it failed.
+// EndPut finishes a put started with beginPut; h is nil when it failed.
 func (x *Index) EndPut(id uint64, h *PendingHalf) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -116,7 +116,7 @@ func (x *Index) EndPut(id uint64, h *PendingHalf) {
 	x.addLocked(h)
 }
 
-// add indexes a half found by the rebuild, unless it was resolved already.
+// Add indexes a half found by the rebuild, unless it was resolved already.
 func (x *Index) Add(h *PendingHalf) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -136,7 +136,7 @@ func (x *Index) addLocked(h *PendingHalf) {
 	x.seenEnd = max(x.seenEnd, h.QueueOffset+1)
 }
 
-// resolve removes a half; it reports whether it was pending.
+// Resolve removes a half; it reports whether it was pending.
 func (x *Index) Resolve(queueOffset int64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -155,7 +155,7 @@ func (x *Index) Resolve(queueOffset int64) bool {
 	return false
 }
 
-// get returns a copy of a pending entry.
+// Get returns a copy of a pending entry.
 func (x *Index) Get(queueOffset int64) (PendingHalf, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -166,7 +166,7 @@ func (x *Index) Get(queueOffset int64) (PendingHalf, bool) {
 	return *h, true
 }
 
-// addCheck counts one more check of a pending half and returns the new
+// AddCheck counts one more check of a pending half and returns the new
 // count (0 when the half is not pending).
 func (x *Index) AddCheck(queueOffset int64) int32 {
 	x.mu.Lock()
@@ -180,7 +180,7 @@ func (x *Index) AddCheck(queueOffset int64) int32 {
 	return h.Checks
 }
 
-// raiseChecks sets a pending half's count to at least n (replaying "c" op
+// RaiseChecks sets a pending half's count to at least n (replaying "c" op
 // records, which carry the count reached, is idempotent).
 func (x *Index) RaiseChecks(queueOffset int64, n int32) {
 	x.mu.Lock()
@@ -191,14 +191,14 @@ func (x *Index) RaiseChecks(queueOffset int64, n int32) {
 	x.mu.Unlock()
 }
 
-// len is the number of pending halves.
+// Len is the number of pending halves.
 func (x *Index) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return len(x.pending)
 }
 
-// candidates returns copies of the halves old enough to check at nowMs,
+// Candidates returns copies of the halves old enough to check at nowMs,
 // in half-queue order: age since born >= max(transactionTimeOut, the
 // message's immunity time).
 func (x *Index) Candidates(nowMs, timeoutMs int64) []PendingHalf {
@@ -214,7 +214,7 @@ func (x *Index) Candidates(nowMs, timeoutMs int64) []PendingHalf {
 	return out
 }
 
-// finishRebuild ends the rebuild: resolutions no longer need tombstones.
+// FinishRebuild ends the rebuild: resolutions no longer need tombstones.
 func (x *Index) FinishRebuild(halfEnd int64) {
 	x.mu.Lock()
 	x.rebuilding = false
@@ -223,7 +223,7 @@ func (x *Index) FinishRebuild(halfEnd int64) {
 	x.mu.Unlock()
 }
 
-// isRebuilding reports whether the rebuild is still running.
+// IsRebuilding reports whether the rebuild is still running.
 func (x *Index) IsRebuilding() bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -261,7 +261,7 @@ func (x *Index) startsLocked(opEnd int64, pending bool) (half, op int64) {
 	return half, op
 }
 
-// floors returns the offsets a rebuild that has nothing but the half and
+// Floors returns the offsets a rebuild that has nothing but the half and
 // op queues must start from: every half below half is resolved.
 func (x *Index) Floors(opEnd int64) (half, op int64) {
 	x.mu.Lock()
@@ -269,7 +269,7 @@ func (x *Index) Floors(opEnd int64) (half, op int64) {
 	return x.startsLocked(opEnd, true)
 }
 
-// snapshot copies the pending halves with the offsets a rebuild must scan
+// Snapshot copies the pending halves with the offsets a rebuild must scan
 // from so that, applied to the copy, it yields the current state (op
 // records are idempotent, so replaying one already reflected changes
 // nothing). ok is false while rebuilding.
@@ -287,21 +287,21 @@ func (x *Index) Snapshot(opEnd int64) (hs []PendingHalf, halfFrom, opFrom int64,
 	return hs, halfFrom, opFrom, x.version, true
 }
 
-// starts returns the start offsets a snapshot taken now would have.
+// Starts returns the start offsets a snapshot taken now would have.
 func (x *Index) Starts(opEnd int64) (half, op int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.startsLocked(opEnd, false)
 }
 
-// changedSince reports whether the index changed after version v.
+// ChangedSince reports whether the index changed after version v.
 func (x *Index) ChangedSince(v uint64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.version != v
 }
 
-// pendingFromRecord builds an index entry from a decoded half record.
+// PendingFromRecord builds an index entry from a decoded half record.
 func PendingFromRecord(x *message.Ext, opMark int64) *PendingHalf {
 	return &PendingHalf{
 		QueueOffset: x.QueueOffset,
@@ -316,7 +316,7 @@ func PendingFromRecord(x *message.Ext, opMark int64) *PendingHalf {
 	}
 }
 
-// pendingFromPut builds an index entry for a half message just stored.
+// PendingFromPut builds an index entry for a half message just stored.
 func PendingFromPut(m *message.Inner, r store.PutResult) *PendingHalf {
 	return &PendingHalf{
 		QueueOffset: r.QueueOffset,
@@ -330,7 +330,7 @@ func PendingFromPut(m *message.Inner, r store.PutResult) *PendingHalf {
 	}
 }
 
-// immunityMillis reads CHECK_IMMUNITY_TIME_IN_SECONDS (0 when absent).
+// ImmunityMillis reads CHECK_IMMUNITY_TIME_IN_SECONDS (0 when absent).
 func ImmunityMillis(p map[string]string) int64 {
 	v, err := strconv.ParseInt(p[message.PropertyCheckImmunityTimeInSeconds], 10, 64)
 	if err != nil || v <= 0 {

@@ -30,7 +30,7 @@ type transactionIndexFile struct {
 	Pending  [][9]int64 `json:"pending"`
 }
 
-// encodeTransactionIndex builds the file's content from a snapshot.
+// EncodeIndex builds the file's content from a snapshot.
 func EncodeIndex(hs []PendingHalf, halfFrom, opFrom int64) ([]byte, error) {
 	doc := transactionIndexFile{HalfFrom: halfFrom, OpFrom: opFrom, Groups: []string{}, Pending: make([][9]int64, 0, len(hs))}
 	gi := map[string]int64{}
@@ -46,7 +46,7 @@ func EncodeIndex(hs []PendingHalf, halfFrom, opFrom int64) ([]byte, error) {
 	return json.Marshal(&doc)
 }
 
-// loadTransactionIndex reads the file; nil, nil when there is none.
+// LoadIndex reads the file; nil, nil when there is none.
 func LoadIndex(path string) (*transactionIndexFile, []PendingHalf, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
