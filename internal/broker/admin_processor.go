@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -39,14 +40,14 @@ func (b *Broker) handleUpdateAndCreateTopic(c *transport.Conn, req *remoting.Com
 		return response(req, remoting.InvalidParameter, fmt.Sprintf(
 			"readQueueNums %d / writeQueueNums %d out of range [0, 65535]", read, write))
 	}
-	if perm&^(permRead|permWrite|permInherit|permPriority) != 0 {
+	if perm&^(metadata.PermRead|metadata.PermWrite|metadata.PermInherit|metadata.PermPriority) != 0 {
 		return response(req, remoting.InvalidParameter, fmt.Sprintf("perm %d has unknown bits", perm))
 	}
-	tc := newTopicConfig(topic, int(read), int(write), int(perm))
+	tc := metadata.NewTopicConfig(topic, int(read), int(write), int(perm))
 	switch filterType {
-	case "", filterSingleTag:
-	case filterMultiTag:
-		tc.TopicFilterType = filterMultiTag
+	case "", metadata.FilterSingleTag:
+	case metadata.FilterMultiTag:
+		tc.TopicFilterType = metadata.FilterMultiTag
 	default:
 		return response(req, remoting.InvalidParameter, fmt.Sprintf("topicFilterType %q is neither SINGLE_TAG nor MULTI_TAG", filterType))
 	}
@@ -109,7 +110,7 @@ func (b *Broker) handleDeleteTopic(c *transport.Conn, req *remoting.Command) *re
 // handleGetAllTopicConfig answers the topic table (topics.json's form).
 func (b *Broker) handleGetAllTopicConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	table, version := b.topics.Snapshot()
-	body, err := json.Marshal(&topicConfigFile{TopicConfigTable: table, DataVersion: version})
+	body, err := json.Marshal(&metadata.TopicConfigFile{TopicConfigTable: table, DataVersion: version})
 	if err != nil {
 		return response(req, remoting.SystemError, err.Error())
 	}
@@ -121,7 +122,7 @@ func (b *Broker) handleGetAllTopicConfig(c *transport.Conn, req *remoting.Comman
 // handleUpdateAndCreateSubscriptionGroup stores the group config of the
 // body.
 func (b *Broker) handleUpdateAndCreateSubscriptionGroup(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	g := newSubscriptionGroupConfig("")
+	g := metadata.NewSubscriptionGroupConfig("")
 	if err := json.Unmarshal(req.Body, g); err != nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("%v: subscription group config: %v", ErrBadBody, err))
 	}
@@ -151,7 +152,7 @@ func (b *Broker) handleDeleteSubscriptionGroup(c *transport.Conn, req *remoting.
 // handleGetAllSubscriptionGroupConfig answers every group config in strict
 // JSON.
 func (b *Broker) handleGetAllSubscriptionGroupConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	doc := b.groups.document()
+	doc := b.groups.Document()
 	body, err := json.Marshal(&doc)
 	if err != nil {
 		return response(req, remoting.SystemError, err.Error())

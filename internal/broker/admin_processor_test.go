@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolmq/spool/internal/clients"
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -17,7 +19,7 @@ func TestAdminTopicCreateDelete(t *testing.T) {
 	if r := e.ns.lastRegistration(); r == nil || !bytes.Contains(r.Body, []byte(`"A1"`)) {
 		t.Fatalf("A1 not registered when create answered")
 	}
-	var all topicConfigFile
+	var all metadata.TopicConfigFile
 	r := e.invoke(goRequest(remoting.GetAllTopicConfig, nil, nil))
 	if err := json.Unmarshal(r.Body, &all); err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestAdminTopicCreateDelete(t *testing.T) {
 
 func TestAdminSubscriptionGroups(t *testing.T) {
 	e := startBroker(t, nil)
-	cfg := newSubscriptionGroupConfig("G1")
+	cfg := metadata.NewSubscriptionGroupConfig("G1")
 	cfg.RetryMaxTimes = 3
 	body, _ := json.Marshal(cfg)
 	if r := e.invoke(goRequest(remoting.UpdateAndCreateSubscriptionGroup, nil, body)); r.Code != remoting.Success {
@@ -164,7 +166,7 @@ func TestLockBatchMQ(t *testing.T) {
 	locked := func(client string) int {
 		r := e.invoke(goRequest(remoting.LockBatchMQ, nil, body(client)))
 		var out struct {
-			LockOKMQSet []MessageQueue `json:"lockOKMQSet"`
+			LockOKMQSet []clients.MessageQueue `json:"lockOKMQSet"`
 		}
 		if err := json.Unmarshal(r.Body, &out); err != nil {
 			t.Fatalf("lock answer %s: %v", r.Body, err)

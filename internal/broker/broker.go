@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/clients"
+	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/vfs"
@@ -69,15 +72,15 @@ type Broker struct {
 	store   store.MessageStore
 	server  *transport.Server
 
-	topics    *TopicConfigManager
-	groups    *SubscriptionGroupManager
-	offsets   *ConsumerOffsetManager
-	consumers *ConsumerManager
-	producers *ProducerManager
-	locks     *RebalanceLockManager
+	topics    *metadata.TopicConfigManager
+	groups    *metadata.SubscriptionGroupManager
+	offsets   *metadata.ConsumerOffsetManager
+	consumers *clients.ConsumerManager
+	producers *clients.ProducerManager
+	locks     *clients.RebalanceLockManager
 	longPoll  *longPollService
 	registrar *registrar
-	schedule  *scheduleService
+	schedule  *schedule.Service
 	txCheck   *transactionCheckService
 	timers    *timer.Service // nil when timerWheelEnable is off
 	stats     *brokerStats
@@ -135,9 +138,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		cfgFile:     opts.ConfigFile,
 		logger:      logger,
 		clock:       clock.Or(opts.Clock),
-		consumers:   newConsumerManager(),
-		producers:   newProducerManager(),
-		locks:       newRebalanceLockManager(),
+		consumers:   clients.NewConsumerManager(clients.Deps{Logger: logger}),
+		producers:   clients.NewProducerManager(),
+		locks:       clients.NewRebalanceLockManager(),
 		stats:       newBrokerStats(),
 		executors:   make(map[string]*transport.Executor),
 		delayLevels: levels,
@@ -150,10 +153,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		b.cfgFile = DefaultConfigFile(opts.StoreConfig.StorePathRootDir)
 	}
 	configDir := filepath.Join(opts.StoreConfig.StorePathRootDir, "config")
-	b.topics = newTopicConfigManager(&cfg, configDir, logger)
-	b.groups = newSubscriptionGroupManager(configDir, logger)
-	b.offsets = newConsumerOffsetManager(configDir, logger)
-	for _, load := range []func() error{b.topics.load, b.groups.load, b.offsets.load} {
+	md := metadataDeps(&cfg, configDir, logger)
+	b.topics = metadata.NewTopicConfigManager(md)
+	b.groups = metadata.NewSubscriptionGroupManager(md)
+	b.offsets = metadata.NewConsumerOffsetManager(md)
+	for _, load := range []func() error{b.topics.Load, b.groups.Load, b.offsets.Load} {
 		if err := load(); err != nil {
 			return nil, err
 		}
@@ -163,11 +167,10 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		// give producers a route for every unknown topic.
 		b.topics.Delete(topicAutoCreate)
 	}
-	b.consumers.onChange = b.notifyConsumerIdsChanged
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
-	b.topics.onChange = b.registrar.topicChanged
-	b.schedule = newScheduleService(b, filepath.Join(configDir, "delayOffset.json"))
-	if err := b.schedule.load(); err != nil {
+	b.topics.OnChange = b.registrar.topicChanged
+	b.schedule = schedule.NewService(scheduleDeps(b, filepath.Join(configDir, "delayOffset.json")))
+	if err := b.schedule.Load(); err != nil {
 		return nil, err
 	}
 	b.store = opts.Store
@@ -287,10 +290,10 @@ func (b *Broker) Start() error {
 	b.storeHost = host
 	b.markReady()
 
-	for _, f := range []*metadataFile{b.topics.file, b.groups.file, b.offsets.file, b.schedule.file} {
-		f.start()
+	for _, f := range []*metadata.File{b.topics.File, b.groups.File, b.offsets.File, b.schedule.File} {
+		f.Start()
 	}
-	b.background(func() { b.offsets.runFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
+	b.background(func() { b.offsets.RunFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
 	b.background(b.housekeeping)
 	b.background(func() { b.stats.run(b.stop, b.timerTotals) })
 	b.background(b.flow.run)
@@ -298,7 +301,7 @@ func (b *Broker) Start() error {
 	b.registrar.round()
 	b.background(b.registrar.run)
 	b.background(b.registrar.runTopicChanges)
-	b.schedule.start()
+	b.schedule.Start()
 	b.txCheck.start()
 	b.logger.Info("broker started", "addr", b.addr, "vip", b.vipAddr, "name", cfg.BrokerName,
 		"cluster", cfg.BrokerClusterName, "namesrv", cfg.NamesrvAddr)
@@ -319,7 +322,7 @@ func (b *Broker) background(fn func()) {
 // schedule service. It never blocks.
 func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
 	if topic == topicSchedule {
-		b.schedule.onDispatch(queueID)
+		b.schedule.OnDispatch(queueID)
 	}
 	b.longPoll.onDispatch(topic, queueID, maxOffset)
 }
@@ -353,7 +356,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return ErrShutdown
 	}
 	var errs []error
-	b.schedule.stop()
+	b.schedule.Stop()
 	b.txCheck.stop()
 	b.longPoll.shutdown()
 	if err := b.inflight.wait(ctx); err != nil {
@@ -375,12 +378,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if err := b.closeTimers(); err != nil {
 		errs = append(errs, err)
 	}
-	for _, f := range []*metadataFile{b.topics.file, b.groups.file, b.offsets.file, b.schedule.file} {
-		if err := f.close(); err != nil {
+	for _, f := range []*metadata.File{b.topics.File, b.groups.File, b.offsets.File, b.schedule.File} {
+		if err := f.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := b.topics.journal.close(); err != nil {
+	if err := b.topics.Journal.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := b.store.Shutdown(); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clients"
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -22,12 +24,12 @@ type producerData struct {
 }
 
 type consumerData struct {
-	GroupName           string             `json:"groupName"`
-	ConsumeType         string             `json:"consumeType"`
-	MessageModel        string             `json:"messageModel"`
-	ConsumeFromWhere    string             `json:"consumeFromWhere"`
-	SubscriptionDataSet []SubscriptionData `json:"subscriptionDataSet"`
-	UnitMode            bool               `json:"unitMode"`
+	GroupName           string                     `json:"groupName"`
+	ConsumeType         string                     `json:"consumeType"`
+	MessageModel        string                     `json:"messageModel"`
+	ConsumeFromWhere    string                     `json:"consumeFromWhere"`
+	SubscriptionDataSet []clients.SubscriptionData `json:"subscriptionDataSet"`
+	UnitMode            bool                       `json:"unitMode"`
 }
 
 // handleHeartbeat registers a client's producer and consumer groups. For
@@ -40,25 +42,25 @@ func (b *Broker) handleHeartbeat(c *transport.Conn, req *remoting.Command) *remo
 		return response(req, remoting.SystemError, fmt.Sprintf("%v: heartbeat body: %v", ErrBadBody, err))
 	}
 	cfg := b.config()
-	ch := &clientChannel{conn: c, clientID: hb.ClientID, language: req.Language, version: req.Version, lastUpdate: time.Now()}
+	ch := &clients.Channel{Conn: c, ClientID: hb.ClientID, Language: req.Language, Version: req.Version, LastUpdate: time.Now()}
 	for _, cd := range hb.ConsumerDataSet {
 		sg := b.groups.FindOrCreate(cd.GroupName, cfg.AutoCreateSubscriptionGroup)
 		if sg == nil {
 			continue
 		}
 		if sg.RetryQueueNums > 0 {
-			b.topics.CreateInSendBack(retryTopic(cd.GroupName), sg.RetryQueueNums, permRead|permWrite, 0)
+			b.topics.CreateInSendBack(retryTopic(cd.GroupName), sg.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
 		}
-		subs := make([]*subscription, 0, len(cd.SubscriptionDataSet))
+		subs := make([]*clients.Subscription, 0, len(cd.SubscriptionDataSet))
 		for _, sd := range cd.SubscriptionDataSet {
-			subs = append(subs, normalizeSubscription(sd))
+			subs = append(subs, clients.NormalizeSubscription(sd))
 		}
-		b.consumers.Register(ch, consumerRegistration{
-			group:            cd.GroupName,
-			consumeType:      cd.ConsumeType,
-			messageModel:     cd.MessageModel,
-			consumeFromWhere: cd.ConsumeFromWhere,
-			subscriptions:    subs,
+		b.consumers.Register(ch, clients.Registration{
+			Group:            cd.GroupName,
+			ConsumeType:      cd.ConsumeType,
+			MessageModel:     cd.MessageModel,
+			ConsumeFromWhere: cd.ConsumeFromWhere,
+			Subscriptions:    subs,
 		}, sg.NotifyConsumerIdsChangedEnable && cfg.NotifyConsumerIdsChangedEnable)
 	}
 	for _, pd := range hb.ProducerDataSet {
@@ -92,9 +94,9 @@ func (b *Broker) handleUnregisterClient(c *transport.Conn, req *remoting.Command
 
 // checkClientConfigBody is the CHECK_CLIENT_CONFIG body.
 type checkClientConfigBody struct {
-	ClientID         string           `json:"clientId"`
-	Group            string           `json:"group"`
-	SubscriptionData SubscriptionData `json:"subscriptionData"`
+	ClientID         string                   `json:"clientId"`
+	Group            string                   `json:"group"`
+	SubscriptionData clients.SubscriptionData `json:"subscriptionData"`
 }
 
 // handleCheckClientConfig compiles a (non-TAG) subscription expression.
@@ -106,13 +108,13 @@ func (b *Broker) handleCheckClientConfig(c *transport.Conn, req *remoting.Comman
 	sd := body.SubscriptionData
 	typ := sd.ExpressionType
 	if typ == "" {
-		typ = exprTag
+		typ = clients.ExprTag
 	}
-	if !strings.EqualFold(typ, exprTag) && !b.config().EnablePropertyFilter {
+	if !strings.EqualFold(typ, clients.ExprTag) && !b.config().EnablePropertyFilter {
 		return response(req, remoting.SystemError,
 			"The broker does not support consumer to filter message by "+typ+" (enablePropertyFilter=false)")
 	}
-	if _, err := compileFilter(typ, sd.SubString); err != nil {
+	if _, err := clients.CompileFilter(typ, sd.SubString); err != nil {
 		return response(req, remoting.SubscriptionParseFailed, fmt.Sprintf(
 			"the subscription expression [%s] of type %s does not compile: %v", sd.SubString, typ, err))
 	}
@@ -137,21 +139,4 @@ func (b *Broker) handleGetConsumerList(c *transport.Conn, req *remoting.Command)
 	resp := response(req, remoting.Success, "")
 	resp.Body = body
 	return resp
-}
-
-// notifyConsumerIdsChanged sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) to
-// every member connection of group, off the caller's goroutine.
-func (b *Broker) notifyConsumerIdsChanged(group string, conns []*transport.Conn) {
-	if len(conns) == 0 {
-		return
-	}
-	go func() {
-		for _, c := range conns {
-			cmd := remoting.NewRequest(remoting.NotifyConsumerIdsChanged, map[string]string{"consumerGroup": group}, nil)
-			cmd.Flag |= remoting.FlagOneway
-			if err := c.InvokeOneway(cmd); err != nil {
-				b.logger.Debug("notify consumer ids changed", "group", group, "client", remoteString(c), "err", err)
-			}
-		}
-	}()
 }

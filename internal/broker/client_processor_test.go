@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/spoolmq/spool/internal/store"
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )

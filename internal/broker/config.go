@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/timer"
 )
 
@@ -148,7 +149,7 @@ func DefaultConfig() Config {
 		NamesrvAddr:       os.Getenv("NAMESRV_ADDR"),
 		VipChannelEnable:  true,
 
-		BrokerPermission:            permRead | permWrite,
+		BrokerPermission:            metadata.PermRead | metadata.PermWrite,
 		AutoCreateTopicEnable:       true,
 		DefaultTopicQueueNums:       8,
 		ClusterTopicEnable:          true,

@@ -1,13 +1,16 @@
-// Package broker is Spool's RocketMQ-compatible broker: the remoting
-// processors (send, pull with long polling, offsets, heartbeats, admin,
-// retries and dead letters, orderly locks, END_TRANSACTION, request/reply),
-// the metadata managers (topics, subscription groups, consumer offsets,
-// consumer and producer registries), the background services (delayed
-// message delivery, transaction check-back, client expiry) and
-// registration with name servers.
+// Package broker is Spool's RocketMQ-compatible broker: the wiring that
+// builds a broker from its parts (internal/metadata for topics, groups,
+// offsets and their files; internal/clients for connected producers and
+// consumers; internal/transaction for the pending-half index;
+// internal/schedule for delayed delivery), the remoting processors (send,
+// pull with long polling, offsets, heartbeats, admin, retries and dead
+// letters, orderly locks, END_TRANSACTION, request/reply), the transaction
+// check-back, client expiry and registration with name servers. Only the
+// command (cmd/spool) imports it, tests aside.
 //
-// It owns the broker's config/ directory and talks to storage only through
-// store.MessageStore. It must never: block a worker on a flush (sends are
+// Through its parts it owns the broker's config/ directory; it talks to
+// storage only through store.MessageStore. It must never: block a worker
+// on a flush (sends are
 // answered from the store's completion) or on a held pull (held pulls are
 // re-run on their own goroutine) or on a name server (a request that
 // created a topic is answered from a goroutine once its registration is

@@ -1,6 +1,10 @@
 package broker
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/spoolmq/spool/internal/metadata"
+)
 
 // Sentinel errors. Request-level failures are answered with a response
 // code and remark; these are for the broker's own API and for wrapping.
@@ -17,7 +21,7 @@ var (
 	ErrConfig = errors.New("invalid broker configuration")
 	// ErrMetadata marks a metadata file (topics, groups, offsets) that
 	// cannot be read or written.
-	ErrMetadata = errors.New("broker metadata file")
+	ErrMetadata = metadata.ErrMetadata
 	// ErrRegister marks a failed registration with a name server.
 	ErrRegister = errors.New("name server registration failed")
 )

@@ -4,16 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // lockBatchBody is the LOCK_BATCH_MQ / UNLOCK_BATCH_MQ body.
 type lockBatchBody struct {
-	ConsumerGroup  string         `json:"consumerGroup"`
-	ClientID       string         `json:"clientId"`
-	OnlyThisBroker bool           `json:"onlyThisBroker"`
-	MQSet          []MessageQueue `json:"mqSet"`
+	ConsumerGroup  string                 `json:"consumerGroup"`
+	ClientID       string                 `json:"clientId"`
+	OnlyThisBroker bool                   `json:"onlyThisBroker"`
+	MQSet          []clients.MessageQueue `json:"mqSet"`
 }
 
 func decodeLockBody(req *remoting.Command) (*lockBatchBody, *remoting.Command) {
@@ -35,7 +36,7 @@ func (b *Broker) handleLockBatchMQ(c *transport.Conn, req *remoting.Command) *re
 		return errResp
 	}
 	locked := b.locks.TryLockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
-	out, err := json.Marshal(map[string][]MessageQueue{"lockOKMQSet": locked})
+	out, err := json.Marshal(map[string][]clients.MessageQueue{"lockOKMQSet": locked})
 	if err != nil {
 		return response(req, remoting.SystemError, err.Error())
 	}

@@ -3,8 +3,10 @@ package broker
 import (
 	"fmt"
 
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
+	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -34,12 +36,12 @@ func (b *Broker) putMessage(m *message.Inner, done func(store.PutResult)) error 
 // putHalf stores a half message and indexes it before done runs.
 func (b *Broker) putHalf(m *message.Inner, done func(store.PutResult)) {
 	idx := b.txCheck.idx
-	id := idx.beginPut(b.store.MaxOffsetInQueue(topicTransHalf, 0), b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
+	id := idx.BeginPut(b.store.MaxOffsetInQueue(topicTransHalf, 0), b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
 	b.store.PutMessage(m, func(r store.PutResult) {
 		if r.Status == store.PutOK || r.Status == store.FlushDiskTimeout {
-			idx.endPut(id, pendingFromPut(m, r))
+			idx.EndPut(id, transaction.PendingFromPut(m, r))
 		} else {
-			idx.endPut(id, nil)
+			idx.EndPut(id, nil)
 		}
 		done(r)
 	})
@@ -56,7 +58,7 @@ func (b *Broker) timerRefusal(props map[string]string) (int32, string, bool) {
 // stripMarkers removes the delivery markers of the delay and timer
 // services from a message a client sent: only the broker writes them.
 func stripMarkers(props map[string]string) {
-	delete(props, propertyDelaySource)
+	delete(props, schedule.PropertyDelaySource)
 	delete(props, timer.PropertyTimerSource)
 }
 

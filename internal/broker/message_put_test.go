@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
@@ -45,7 +46,7 @@ func TestTimerMessages(t *testing.T) {
 	if _, ok := x.Properties[message.PropertyTimerDelayMS]; ok {
 		t.Fatalf("TIMER_DELAY_MS kept: %v", x.Properties)
 	}
-	if _, ok := x.Properties[propertyDelaySource]; ok {
+	if _, ok := x.Properties[schedule.PropertyDelaySource]; ok {
 		t.Fatalf("a client's __DELAY_SRC was stored: %v", x.Properties)
 	}
 	if st, ok := e.b.TimerStats(); !ok || st.Delivered != 1 {

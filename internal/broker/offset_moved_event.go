@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/json"
 
+	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 )
@@ -10,10 +11,10 @@ import (
 // offsetMovedEvent is the body RocketMQ stores in OFFSET_MOVED_EVENT when
 // a pull is answered PULL_OFFSET_MOVED, for operators' tooling.
 type offsetMovedEvent struct {
-	ConsumerGroup string       `json:"consumerGroup"`
-	MessageQueue  MessageQueue `json:"messageQueue"`
-	OffsetRequest int64        `json:"offsetRequest"`
-	OffsetNew     int64        `json:"offsetNew"`
+	ConsumerGroup string               `json:"consumerGroup"`
+	MessageQueue  clients.MessageQueue `json:"messageQueue"`
+	OffsetRequest int64                `json:"offsetRequest"`
+	OffsetNew     int64                `json:"offsetNew"`
 }
 
 // recordOffsetMoved stores an OFFSET_MOVED_EVENT message (fire and
@@ -22,7 +23,7 @@ func (b *Broker) recordOffsetMoved(h *pullHeader, offsetNew int64) {
 	cfg := b.config()
 	body, err := json.Marshal(&offsetMovedEvent{
 		ConsumerGroup: h.consumerGroup,
-		MessageQueue:  MessageQueue{Topic: h.topic, BrokerName: cfg.BrokerName, QueueID: int(h.queueID)},
+		MessageQueue:  clients.MessageQueue{Topic: h.topic, BrokerName: cfg.BrokerName, QueueID: int(h.queueID)},
 		OffsetRequest: h.queueOffset,
 		OffsetNew:     offsetNew,
 	})

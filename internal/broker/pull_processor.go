@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spoolmq/spool/internal/clients"
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -60,7 +62,7 @@ func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
 		return nil, r.err
 	}
 	if h.expressionType == "" {
-		h.expressionType = exprTag
+		h.expressionType = clients.ExprTag
 	}
 	return h, nil
 }
@@ -116,7 +118,7 @@ func (b *Broker) answerRerun(c *transport.Conn, req *remoting.Command, h *pullHe
 // with res.Buffers as its body, and res released after they were written.
 func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) (resp *remoting.Command, res *store.GetResult) {
 	cfg := b.config()
-	if !isReadable(cfg.BrokerPermission) {
+	if !metadata.IsReadable(cfg.BrokerPermission) {
 		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", b.addr)), nil
 	}
 	sg := b.groups.FindOrCreate(h.consumerGroup, cfg.AutoCreateSubscriptionGroup)
@@ -132,7 +134,7 @@ func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader
 		return response(req, remoting.TopicNotExist,
 			fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL)), nil
 	}
-	if !isReadable(tc.Perm) {
+	if !metadata.IsReadable(tc.Perm) {
 		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic)), nil
 	}
 	if h.queueID < 0 || int(h.queueID) >= tc.ReadQueueNums {
@@ -143,11 +145,11 @@ func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader
 
 	var filter store.MessageFilter
 	if h.sysFlag&pullFlagSubscription != 0 {
-		if !strings.EqualFold(h.expressionType, exprTag) && !cfg.EnablePropertyFilter {
+		if !strings.EqualFold(h.expressionType, clients.ExprTag) && !cfg.EnablePropertyFilter {
 			return response(req, remoting.SystemError,
 				"The broker does not support consumer to filter message by "+h.expressionType+" (enablePropertyFilter=false)"), nil
 		}
-		f, err := compileFilter(h.expressionType, h.subscription)
+		f, err := clients.CompileFilter(h.expressionType, h.subscription)
 		if err != nil {
 			return response(req, remoting.SubscriptionParseFailed, fmt.Sprintf(
 				"parse the consumer's subscription[%s] failed, group: %s: %v", h.subscription, h.consumerGroup, err)), nil
@@ -160,27 +162,27 @@ func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader
 				"the consumer's group info not exist, group: %s (the consumer has not sent a heartbeat to this broker yet) %s",
 				h.consumerGroup, faqURL)), nil
 		}
-		if !sg.ConsumeBroadcastEnable && gv.messageModel == modelBroadcasting {
+		if !sg.ConsumeBroadcastEnable && gv.MessageModel == clients.ModelBroadcasting {
 			return response(req, remoting.NoPermission, fmt.Sprintf(
 				"the consumer group[%s] can not consume by broadcast way", h.consumerGroup)), nil
 		}
-		if gv.sub == nil {
+		if gv.Sub == nil {
 			return response(req, remoting.SubscriptionNotExist, fmt.Sprintf(
 				"the consumer's subscription not exist, group: %s topic: %s %s", h.consumerGroup, h.topic, faqURL)), nil
 		}
-		if gv.sub.data.SubVersion < h.subVersion {
+		if gv.Sub.Data.SubVersion < h.subVersion {
 			return response(req, remoting.SubscriptionNotLatest, fmt.Sprintf(
 				"the consumer's subscription not latest, group: %s topic: %s", h.consumerGroup, h.topic)), nil
 		}
-		if !strings.EqualFold(gv.sub.data.ExpressionType, exprTag) && !cfg.EnablePropertyFilter {
+		if !strings.EqualFold(gv.Sub.Data.ExpressionType, clients.ExprTag) && !cfg.EnablePropertyFilter {
 			return response(req, remoting.SystemError,
-				"The broker does not support consumer to filter message by "+gv.sub.data.ExpressionType+" (enablePropertyFilter=false)"), nil
+				"The broker does not support consumer to filter message by "+gv.Sub.Data.ExpressionType+" (enablePropertyFilter=false)"), nil
 		}
-		if gv.sub.compileErr != nil {
+		if gv.Sub.CompileErr != nil {
 			return response(req, remoting.SubscriptionParseFailed, fmt.Sprintf(
-				"parse the consumer's subscription[%s] failed, group: %s: %v", gv.sub.data.SubString, h.consumerGroup, gv.sub.compileErr)), nil
+				"parse the consumer's subscription[%s] failed, group: %s: %v", gv.Sub.Data.SubString, h.consumerGroup, gv.Sub.CompileErr)), nil
 		}
-		filter = gv.sub.filter
+		filter = gv.Sub.Filter
 	}
 
 	maxNums := h.maxMsgNums

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -146,9 +147,9 @@ func (r *registrar) haServerAddr() string {
 // registerBody encodes a REGISTER_BROKER body holding table (topic
 // permissions are masked by the broker permission when it is restricted)
 // at data version version, in the compressed form when compressed.
-func (r *registrar) registerBody(table map[string]*TopicConfig, version DataVersion, compressed bool) []byte {
+func (r *registrar) registerBody(table map[string]*metadata.TopicConfig, version metadata.DataVersion, compressed bool) []byte {
 	brokerPerm := r.b.config().BrokerPermission
-	masked := !isWriteable(brokerPerm) || !isReadable(brokerPerm)
+	masked := !metadata.IsWriteable(brokerPerm) || !metadata.IsReadable(brokerPerm)
 	body := namesrv.RegisterBrokerBody{FilterServerList: []string{}}
 	w := &body.TopicConfigSerializeWrapper
 	w.DataVersion = namesrv.DataVersion{StateVersion: version.StateVersion, Timestamp: version.Timestamp, Counter: version.Counter}
@@ -190,7 +191,7 @@ func (r *registrar) registerAll(ctx context.Context) error {
 
 // registerTopics registers only the given topics (an incremental
 // registration) at data version version.
-func (r *registrar) registerTopics(ctx context.Context, topics map[string]*TopicConfig, version DataVersion) error {
+func (r *registrar) registerTopics(ctx context.Context, topics map[string]*metadata.TopicConfig, version metadata.DataVersion) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	body := r.registerBody(topics, version, false)

@@ -3,8 +3,8 @@ package broker
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -17,7 +17,7 @@ import (
 func TestSendBackRetryDetails(t *testing.T) {
 	e := startBroker(t, nil)
 	e.createTopic("RB", 1)
-	g := newSubscriptionGroupConfig("rq")
+	g := metadata.NewSubscriptionGroupConfig("rq")
 	g.RetryQueueNums = 3
 	g.RetryMaxTimes = 2
 	body, _ := json.Marshal(g)
@@ -91,7 +91,7 @@ func TestSendBackRetryDetails(t *testing.T) {
 	e.waitDispatched("%DLQ%rq", 0, 3)
 
 	// retryQueueNums 0: answered SUCCESS, nothing stored.
-	g0 := newSubscriptionGroupConfig("rq0")
+	g0 := metadata.NewSubscriptionGroupConfig("rq0")
 	g0.RetryQueueNums = 0
 	body, _ = json.Marshal(g0)
 	e.invoke(goRequest(remoting.UpdateAndCreateSubscriptionGroup, nil, body))
@@ -132,30 +132,5 @@ func TestRetrySendWhileOrderlyLockedGoesToDLQ(t *testing.T) {
 	e.waitDispatched("%RETRY%olg", 0, 1)
 	if n := e.b.store.MaxOffsetInQueue("%DLQ%olg", 0); n != 2 {
 		t.Fatalf("DLQ holds %d after the owner unlocked", n)
-	}
-}
-
-// TestRebalanceLockRenewal: a lock lives 60 s after its last renewal.
-func TestRebalanceLockRenewal(t *testing.T) {
-	m := newRebalanceLockManager()
-	now := time.Unix(1000, 0)
-	m.now = func() time.Time { return now }
-	mq := []MessageQueue{{Topic: "T", BrokerName: "b", QueueID: 0}}
-	m.TryLockBatch("g", mq, "c1")
-	now = now.Add(59 * time.Second)
-	if got := m.TryLockBatch("g", mq, "c1"); len(got) != 1 {
-		t.Fatal("renewal refused")
-	}
-	now = now.Add(59 * time.Second) // 118 s after the lock, 59 s after the renewal
-	if got := m.TryLockBatch("g", mq, "c2"); len(got) != 0 || m.IsLockAllExpired("g") {
-		t.Fatal("a renewed lock expired early")
-	}
-	m.UnlockBatch("g", mq, "c2")
-	if m.IsLockAllExpired("g") {
-		t.Fatal("a non-owner unlocked")
-	}
-	now = now.Add(2 * time.Second)
-	if !m.IsLockAllExpired("g") {
-		t.Fatal("lock alive 61 s after its renewal")
 	}
 }

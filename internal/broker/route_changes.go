@@ -5,20 +5,21 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // routeBatch is a set of topic changes registered together.
 type routeBatch struct {
-	seq     uint64                  // batches are registered in seq order
-	topics  map[string]*TopicConfig // created or updated topics
-	at      map[string]int64        // data version counter of each topic's change
-	names   []string                // every topic of the batch, deleted ones too
-	changes []topicChange           // for the topic journal
-	full    bool                    // a topic was deleted: register the whole table
-	version DataVersion             // the newest change's data version
-	done    chan struct{}           // closed once journaled and registered (or given up)
+	seq     uint64                           // batches are registered in seq order
+	topics  map[string]*metadata.TopicConfig // created or updated topics
+	at      map[string]int64                 // data version counter of each topic's change
+	names   []string                         // every topic of the batch, deleted ones too
+	changes []metadata.TopicChange           // for the topic journal
+	full    bool                             // a topic was deleted: register the whole table
+	version metadata.DataVersion             // the newest change's data version
+	done    chan struct{}                    // closed once journaled and registered (or given up)
 }
 
 // topicChanges collects the topic table's changes for the registrar's
@@ -45,13 +46,13 @@ type topicChanges struct {
 
 // topicChanged records a change of the topic table: tc created or updated,
 // or deleted named (tc nil); v is the table's data version right after it.
-func (r *registrar) topicChanged(tc *TopicConfig, deleted string, v DataVersion) {
+func (r *registrar) topicChanged(tc *metadata.TopicConfig, deleted string, v metadata.DataVersion) {
 	ch := &r.changes
 	ch.mu.Lock()
 	b := ch.open
 	if b == nil {
 		ch.seq++
-		b = &routeBatch{seq: ch.seq, topics: map[string]*TopicConfig{}, at: map[string]int64{},
+		b = &routeBatch{seq: ch.seq, topics: map[string]*metadata.TopicConfig{}, at: map[string]int64{},
 			done: make(chan struct{}), version: v}
 		ch.open = b
 	}
@@ -72,7 +73,7 @@ func (r *registrar) topicChanged(tc *TopicConfig, deleted string, v DataVersion)
 		b.full = true
 	}
 	b.names = append(b.names, name)
-	b.changes = append(b.changes, topicChange{DataVersion: v, TopicConfig: tc, Deleted: deleted})
+	b.changes = append(b.changes, metadata.TopicChange{DataVersion: v, TopicConfig: tc, Deleted: deleted})
 	if v.Counter > b.version.Counter {
 		b.version = v
 	}
@@ -144,9 +145,9 @@ func (r *registrar) runTopicChanges() {
 // written, the requests wait for the next write of topics.json instead.
 func (r *registrar) applyBatch(b *routeBatch) {
 	var written <-chan struct{}
-	if err := r.b.topics.journal.append(b.changes); err != nil {
+	if err := r.b.topics.Journal.Append(b.changes); err != nil {
 		r.b.logger.Error("append topic journal; waiting for topics.json instead", "err", err)
-		written = r.b.topics.file.dirtyWait()
+		written = r.b.topics.File.DirtyWait()
 	}
 	ctx, cancel := context.WithTimeout(r.base, r.timeout())
 	var err error

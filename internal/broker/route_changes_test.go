@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
@@ -176,15 +177,15 @@ func TestRegistrationIncrementalAndCompressed(t *testing.T) {
 func TestCreatedTopicSurvivesCrashBeforeTopicsJSON(t *testing.T) {
 	e := startBroker(t, nil)
 	// Hold the topics.json writer, as if the crash came before it ran.
-	e.b.topics.file.writeMu.Lock()
+	release := e.b.topics.HoldWrites()
 	e.createTopic("Durable", 5)
 	e.mustSend("DurableAuto", 0, "", "x")
 	crash := t.TempDir()
 	copyDir(t, filepath.Join(e.dir, "config"), crash)
-	e.b.topics.file.writeMu.Unlock()
+	release()
 
-	m := newTopicConfigManager(&e.cfg, crash, testLogger(t))
-	if err := m.load(); err != nil {
+	m := metadata.NewTopicConfigManager(metadataDeps(&e.cfg, crash, testLogger(t)))
+	if err := m.Load(); err != nil {
 		t.Fatal(err)
 	}
 	if tc := m.Find("Durable"); tc == nil || tc.WriteQueueNums != 5 {
@@ -196,51 +197,6 @@ func TestCreatedTopicSurvivesCrashBeforeTopicsJSON(t *testing.T) {
 	if m.Version().Counter != e.b.topics.Version().Counter {
 		t.Fatalf("recovered version %d, want %d", m.Version().Counter, e.b.topics.Version().Counter)
 	}
-}
-
-// The journal applies changes in version order, skips what topics.json
-// already holds and a torn last line, and is emptied once topics.json
-// holds everything in it.
-func TestTopicJournalReplayAndEmpty(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig()
-	m := newTopicConfigManager(&cfg, dir, testLogger(t))
-	j := m.journal
-	v := func(c int64) DataVersion { return DataVersion{Counter: c, Timestamp: c} }
-	if err := j.append([]topicChange{
-		{DataVersion: v(3), TopicConfig: newTopicConfig("A", 2, 2, 6)},
-		{DataVersion: v(5), Deleted: "A"},
-		{DataVersion: v(4), TopicConfig: newTopicConfig("A", 9, 9, 6)},
-		{DataVersion: v(6), TopicConfig: newTopicConfig("B", 1, 1, 6)},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(j.path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(`{"dataVersion":{"counter":7},"topicConf`)
-	f.Close()
-	j.close()
-
-	m2 := newTopicConfigManager(&cfg, dir, testLogger(t))
-	if err := m2.load(); err != nil {
-		t.Fatal(err)
-	}
-	if m2.Find("A") != nil || m2.Find("B") == nil || m2.Version().Counter != 6 {
-		t.Fatalf("replay: A=%+v B=%+v version %d; want A deleted, B present, version 6", m2.Find("A"), m2.Find("B"), m2.Version().Counter)
-	}
-	if err := m2.file.flush(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(j.path); err != nil || st.Size() != 0 {
-		t.Fatalf("journal after topics.json holds it all: %v size %d; want empty", err, st.Size())
-	}
-	m3 := newTopicConfigManager(&cfg, dir, testLogger(t))
-	if err := m3.load(); err != nil || m3.Find("B") == nil || m3.Version().Counter != 6 {
-		t.Fatalf("reload from topics.json: %v B=%+v version %d", err, m3.Find("B"), m3.Version().Counter)
-	}
-	m2.journal.close()
 }
 
 func copyDir(t *testing.T, from, to string) {

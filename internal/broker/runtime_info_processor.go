@@ -53,7 +53,7 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	cfg := b.config()
 
 	// RocketMQ's broker keys.
-	b.schedule.runningStats(t)
+	b.schedule.RunningStats(t)
 	t["brokerActive"] = strconv.FormatBool(b.state.Load() == stateRunning)
 	t["brokerVersionDesc"] = versionDesc
 	i64("brokerVersion", remoting.CurrentVersion)

@@ -210,7 +210,7 @@ func TestRuntimeInfoRocketMQKeys(t *testing.T) {
 	}
 	e.waitDispatched("RK", 0, 2) // the delay service delivered the second
 	// It counts the delivery, then moves the level's offset.
-	waitFor(t, "the delay level's offset", func() bool { return e.b.schedule.offset(1) == 1 })
+	waitFor(t, "the delay level's offset", func() bool { return e.b.schedule.Offset(1) == 1 })
 	if r := e.invoke(pullReq("cg", "RK", 0, 0, pullFlagSubscription, 0, "*")); r.Code != remoting.Success {
 		t.Fatalf("pull: code %d remark %q", r.Code, r.Remark)
 	}

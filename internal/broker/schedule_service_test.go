@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 )
@@ -138,7 +139,7 @@ func TestDelayKill9(t *testing.T) {
 	runDelayChild(t, dir, 0, 400, 150, acks)
 	runDelayChild(t, dir, 400, 400, 450, acks)
 	// The file the second child left behind is stale by up to a second.
-	var doc delayOffsetFile
+	var doc schedule.DelayOffsetFile
 	if b, err := os.ReadFile(filepath.Join(dir, "config", "delayOffset.json")); err == nil {
 		json.Unmarshal(b, &doc)
 	}
@@ -147,7 +148,7 @@ func TestDelayKill9(t *testing.T) {
 	levels := e.b.delayLevels
 	waitFor(t, "every delayed message to be delivered", func() bool {
 		for q := int32(0); q < 2; q++ {
-			if e.b.schedule.offset(int(q)+1) < e.b.store.MaxOffsetInQueue(topicSchedule, q) {
+			if e.b.schedule.Offset(int(q)+1) < e.b.store.MaxOffsetInQueue(topicSchedule, q) {
 				return false
 			}
 		}
@@ -177,8 +178,8 @@ func TestDelayKill9(t *testing.T) {
 						t.Errorf("%s delivered at %d, %d ms early", body, x.StoreTimestamp, due-x.StoreTimestamp)
 					}
 				}
-				if x.Properties[propertyDelaySource] == "" {
-					t.Errorf("%s delivered without %s", body, propertyDelaySource)
+				if x.Properties[schedule.PropertyDelaySource] == "" {
+					t.Errorf("%s delivered without %s", body, schedule.PropertyDelaySource)
 				}
 			}
 			off = res.NextBeginOffset
@@ -196,7 +197,7 @@ func TestDelayKill9(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged, %d distinct delivered; last persisted table %v (mark %v); recovery advanced %d levels",
-		len(acks), len(seen), doc.OffsetTable, ptrVal(doc.CommitLogOffset), e.b.schedule.recovered.Load())
+		len(acks), len(seen), doc.OffsetTable, ptrVal(doc.CommitLogOffset), e.b.schedule.Recovered.Load())
 }
 
 func ptrVal(p *int64) int64 {
@@ -204,38 +205,4 @@ func ptrVal(p *int64) int64 {
 		return -1
 	}
 	return *p
-}
-
-// TestDelayOffsetMark: delayOffset.json's CommitLog mark is the log's end,
-// lowered to the start of a delivery in flight, and left as loaded while
-// the recovery scan has not finished.
-func TestDelayOffsetMark(t *testing.T) {
-	e := startBroker(t, nil)
-	e.mustSend("MK", 0, "", "x")
-	end := e.b.store.MaxPhyOffset()
-	mark := func(s *scheduleService) int64 {
-		t.Helper()
-		b, err := s.encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc delayOffsetFile
-		if err := json.Unmarshal(b, &doc); err != nil || doc.CommitLogOffset == nil {
-			t.Fatalf("%s: %v", b, err)
-		}
-		return *doc.CommitLogOffset
-	}
-	s := newScheduleService(e.b, filepath.Join(t.TempDir(), "delayOffset.json"))
-	s.validUpTo = 7
-	if m := mark(s); m != 7 {
-		t.Fatalf("before recovery: mark %d, want the loaded 7", m)
-	}
-	s.recoveredAll = true
-	if m := mark(s); m != end {
-		t.Fatalf("mark %d, want the CommitLog end %d", m, end)
-	}
-	s.inflight[3] = end - 10
-	if m := mark(s); m != end-10 {
-		t.Fatalf("mark %d with a delivery in flight from %d", m, end-10)
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -34,19 +35,19 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 		return response(req, remoting.SubscriptionGroupNotExist,
 			fmt.Sprintf("subscription group not exist, %s %s", group, faqURL))
 	}
-	if !isWriteable(cfg.BrokerPermission) {
+	if !metadata.IsWriteable(cfg.BrokerPermission) {
 		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.addr))
 	}
 	if sg.RetryQueueNums <= 0 {
 		return response(req, remoting.Success, "")
 	}
 	newTopic := retryTopic(group)
-	tc, _ := b.topics.CreateInSendBack(newTopic, sg.RetryQueueNums, permRead|permWrite, 0)
+	tc, _ := b.topics.CreateInSendBack(newTopic, sg.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
 	if tc == nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic))
 	}
 	b.holdRoute(req, newTopic) // answered once a new retry topic is registered
-	if !isWriteable(tc.Perm) {
+	if !metadata.IsWriteable(tc.Perm) {
 		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", newTopic))
 	}
 	rec, err := b.store.LookMessageByOffset(offset)
@@ -71,7 +72,7 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 	if ext.ReconsumeTimes >= maxTimes || delayLevel < 0 {
 		newTopic = dlqTopic(group)
 		queueID = 0
-		dlq, _ := b.topics.CreateInSendBack(newTopic, 1, permRead|permWrite, 0)
+		dlq, _ := b.topics.CreateInSendBack(newTopic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		if dlq == nil {
 			return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic))
 		}

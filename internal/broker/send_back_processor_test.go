@@ -98,5 +98,5 @@ func TestDelayedMessageDelivered(t *testing.T) {
 	if recs[0].Properties[message.PropertyRealTopic] != "DL" {
 		t.Errorf("REAL_TOPIC not kept: %v", recs[0].Properties)
 	}
-	waitFor(t, "delay offset to advance", func() bool { return e.b.schedule.offset(1) == 1 })
+	waitFor(t, "delay offset to advance", func() bool { return e.b.schedule.Offset(1) == 1 })
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -139,7 +140,7 @@ func TestSendPropertiesStored(t *testing.T) {
 		if got[message.PropertyCluster] != "DefaultCluster" {
 			t.Errorf("%q: CLUSTER %q", tc.props, got[message.PropertyCluster])
 		}
-		for _, k := range []string{propertyDelaySource, "__TIMER_SRC"} {
+		for _, k := range []string{schedule.PropertyDelaySource, "__TIMER_SRC"} {
 			if _, ok := got[k]; ok {
 				t.Errorf("%q: marker %s stored", tc.props, k)
 			}

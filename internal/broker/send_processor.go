@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
@@ -21,7 +23,7 @@ const versionV3_4_9 = 121
 // sendTarget is the outcome of the checks shared by single and batch sends.
 type sendTarget struct {
 	h       *sendHeader
-	tc      *TopicConfig
+	tc      *metadata.TopicConfig
 	queueID int32
 }
 
@@ -50,7 +52,7 @@ func (b *Broker) checkSend(c *transport.Conn, req *remoting.Command, h *sendHead
 	if b.stopping() {
 		return nil, response(req, remoting.ServiceNotAvailable, "the broker is shutting down")
 	}
-	if !isWriteable(cfg.BrokerPermission) {
+	if !metadata.IsWriteable(cfg.BrokerPermission) {
 		return nil, response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.addr))
 	}
 	if r := validateTopic(h.topic); r != "" {
@@ -63,7 +65,7 @@ func (b *Broker) checkSend(c *transport.Conn, req *remoting.Command, h *sendHead
 	if tc == nil {
 		tc, _ = b.topics.CreateInSendMessage(h.topic, h.defaultTopic, int(h.defaultTopicQueueNums), 0, cfg.AutoCreateTopicEnable)
 		if tc == nil && isRetryTopic(h.topic) {
-			tc, _ = b.topics.CreateInSendBack(h.topic, 1, permRead|permWrite, 0)
+			tc, _ = b.topics.CreateInSendBack(h.topic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		}
 		if tc == nil {
 			return nil, response(req, remoting.TopicNotExist,
@@ -71,10 +73,10 @@ func (b *Broker) checkSend(c *transport.Conn, req *remoting.Command, h *sendHead
 		}
 	}
 	b.holdRoute(req, h.topic) // answered once a new topic is registered
-	if !isWriteable(tc.Perm) {
+	if !metadata.IsWriteable(tc.Perm) {
 		return nil, response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.topic))
 	}
-	if int(h.queueID) >= tc.queueIDBound() {
+	if int(h.queueID) >= tc.QueueIDBound() {
 		return nil, response(req, remoting.InvalidParameter, fmt.Sprintf(
 			"request queueId[%d] is illegal, topic:[%s] readQueueNums:[%d] writeQueueNums:[%d] Producer: %s",
 			h.queueID, h.topic, tc.ReadQueueNums, tc.WriteQueueNums, remoteString(c)))
@@ -118,7 +120,7 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 		props[message.PropertyUniqClientMessageIDKeyIdx] = message.NewUniqID()
 	}
 	setBrokerProperties(props, cfg)
-	if t.tc.TopicFilterType == filterMultiTag {
+	if t.tc.TopicFilterType == metadata.FilterMultiTag {
 		m.SysFlag |= message.SysFlagMultiTags
 	}
 	m.TagsCode = message.TagsHashCode(props[message.PropertyTags])
@@ -190,7 +192,7 @@ func scanPlainProperties(s string) (plainProperties, bool) {
 		case message.PropertyDelayTimeLevel, message.PropertyTransactionPrepared,
 			message.PropertyCluster, message.PropertyMsgRegion, message.PropertyTraceSwitch,
 			message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS,
-			propertyDelaySource, timer.PropertyTimerSource:
+			schedule.PropertyDelaySource, timer.PropertyTimerSource:
 			plain = false
 			return false
 		}
@@ -230,7 +232,7 @@ func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarg
 	cfg := b.config()
 	m := b.innerFromSend(c, req, t)
 	m.TagsCode = message.TagsHashCode(ps.tags)
-	if t.tc.TopicFilterType == filterMultiTag {
+	if t.tc.TopicFilterType == metadata.FilterMultiTag {
 		m.SysFlag |= message.SysFlagMultiTags
 	}
 	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
@@ -270,7 +272,7 @@ func (b *Broker) retryToDLQ(req *remoting.Command, h *sendHeader, m *message.Inn
 		return nil
 	}
 	dlq := dlqTopic(group)
-	tc, _ := b.topics.CreateInSendBack(dlq, 1, permRead|permWrite, 0)
+	tc, _ := b.topics.CreateInSendBack(dlq, 1, metadata.PermRead|metadata.PermWrite, 0)
 	if tc == nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", dlq))
 	}
@@ -355,7 +357,7 @@ func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarg
 		}
 	}
 	sysFlag := h.sysFlag
-	if t.tc.TopicFilterType == filterMultiTag {
+	if t.tc.TopicFilterType == metadata.FilterMultiTag {
 		sysFlag |= message.SysFlagMultiTags
 	}
 	batch := &message.Batch{

@@ -2,17 +2,16 @@ package broker
 
 import (
 	"bytes"
-	"context"
-	"time"
-
 	"compress/zlib"
-	"github.com/spoolmq/spool/remoting/transport"
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
 )
 
 func TestSendThenPull(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/remoting"
@@ -60,7 +61,7 @@ func createTopicReq(topic string) *remoting.Command {
 func preloadTopics(tb testing.TB, e *testEnv, ns *namesrv.Server, n int) {
 	tb.Helper()
 	for i := 0; i < n; i++ {
-		e.b.topics.Put(newTopicConfig("Pre"+strconv.Itoa(i), 4, 4, permRead|permWrite))
+		e.b.topics.Put(metadata.NewTopicConfig("Pre"+strconv.Itoa(i), 4, 4, metadata.PermRead|metadata.PermWrite))
 	}
 	// One admin creation after the preload: its answer comes after a
 	// registration that carries the whole table (old) or the topic
@@ -130,12 +131,12 @@ func newUnstartedBroker(tb testing.TB, n int, local LocalNamesrv) *Broker {
 	}
 	tb.Cleanup(func() { br.Shutdown(context.Background()) })
 	br.addr = "127.0.0.1:10911"
-	br.topics.mu.Lock()
+	tcs := make([]*metadata.TopicConfig, 0, n)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("Topic%06d", i)
-		br.topics.table[name] = newTopicConfig(name, 8, 8, permRead|permWrite)
+		tcs = append(tcs, metadata.NewTopicConfig(name, 8, 8, metadata.PermRead|metadata.PermWrite))
 	}
-	br.topics.mu.Unlock()
+	br.topics.Preload(tcs)
 	return br
 }
 
@@ -181,7 +182,7 @@ func BenchmarkPeriodicRegistration(b *testing.B) {
 			size := len(br.registrar.registerBody(table, version, true))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				br.topics.version.next() // a changed version makes the name server apply every topic
+				br.topics.StepVersion() // a changed version makes the name server apply every topic
 				if err := br.registrar.registerAll(context.Background()); err != nil {
 					b.Fatal(err)
 				}

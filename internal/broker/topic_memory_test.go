@@ -48,7 +48,7 @@ func BenchmarkTopicBurstMemory(b *testing.B) {
 				b.Fatalf("create %d: %v %+v", i, err, resp)
 			}
 		}
-		if err := e.b.topics.file.flush(); err != nil {
+		if err := e.b.topics.File.Flush(); err != nil {
 			b.Fatal(err)
 		}
 		runtime.GC()

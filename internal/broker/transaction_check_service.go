@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -60,7 +63,7 @@ type TransactionStats struct {
 func (b *Broker) TransactionStats() TransactionStats {
 	s := b.txCheck
 	return TransactionStats{
-		PendingHalves:     int64(s.idx.len()),
+		PendingHalves:     int64(s.idx.Len()),
 		ChecksSent:        s.checksSent.Load(),
 		CheckReads:        s.checkReads.Load(),
 		CheckReadBytes:    s.checkReadBytes.Load(),
@@ -70,7 +73,7 @@ func (b *Broker) TransactionStats() TransactionStats {
 		RebuildReads:      s.rebuildReads.Load(),
 		RebuildReadBytes:  s.rebuildReadBytes.Load(),
 		EndReadsSaved:     s.endReadsSaved.Load(),
-		Rebuilding:        s.idx.isRebuilding(),
+		Rebuilding:        s.idx.IsRebuilding(),
 	}
 }
 
@@ -94,8 +97,8 @@ func (b *Broker) TransactionStats() TransactionStats {
 // record, so END_TRANSACTION answers it directly.
 type transactionCheckService struct {
 	b      *Broker
-	idx    *transactionIndex
-	cache  *checkedCache // records just read for checks, for the answering END_TRANSACTION
+	idx    *transaction.Index
+	cache  *transaction.CheckedCache // records just read for checks, for the answering END_TRANSACTION
 	clock  clock.Clock
 	budget *readBudget
 
@@ -114,7 +117,7 @@ type transactionCheckService struct {
 }
 
 func newTransactionCheckService(b *Broker) *transactionCheckService {
-	s := &transactionCheckService{b: b, idx: newTransactionIndex(), cache: newCheckedCache(checkedCacheBytes),
+	s := &transactionCheckService{b: b, idx: transaction.NewIndex(), cache: transaction.NewCheckedCache(transaction.CheckedCacheBytes),
 		quit: make(chan struct{}), done: make(chan struct{}),
 		indexPath: filepath.Join(b.storeConfig().StorePathRootDir, "config", "transactionIndex.json")}
 	s.clock = b.clock
@@ -177,18 +180,18 @@ func (s *transactionCheckService) run() {
 // goroutine, or at stop after it ended).
 func (s *transactionCheckService) saveIndex() {
 	opEnd := s.b.store.MaxOffsetInQueue(topicTransOpHalf, 0)
-	if s.saved && !s.idx.changedSince(s.savedVersion) {
-		if half, op := s.idx.starts(opEnd); half == s.savedHalfFrom && op == s.savedOpFrom {
+	if s.saved && !s.idx.ChangedSince(s.savedVersion) {
+		if half, op := s.idx.Starts(opEnd); half == s.savedHalfFrom && op == s.savedOpFrom {
 			return
 		}
 	}
-	hs, halfFrom, opFrom, v, ok := s.idx.snapshot(opEnd)
+	hs, halfFrom, opFrom, v, ok := s.idx.Snapshot(opEnd)
 	if !ok {
 		return
 	}
-	data, err := encodeTransactionIndex(hs, halfFrom, opFrom)
+	data, err := transaction.EncodeIndex(hs, halfFrom, opFrom)
 	if err == nil {
-		err = writeFileAtomic(s.indexPath, data)
+		err = metadata.WriteFileAtomic(s.indexPath, data)
 	}
 	if err != nil {
 		s.b.logger.Error("transaction index: write snapshot", "file", s.indexPath, "err", err)
@@ -200,10 +203,10 @@ func (s *transactionCheckService) saveIndex() {
 // persistFloors records in the consumer offset table where a rebuild
 // must start reading the half and op queues.
 func (s *transactionCheckService) persistFloors() {
-	if s.idx.isRebuilding() {
+	if s.idx.IsRebuilding() {
 		return
 	}
-	half, op := s.idx.floors(s.b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
+	half, op := s.idx.Floors(s.b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
 	s.b.offsets.Commit(transGroup, topicTransHalf, 0, half)
 	s.b.offsets.Commit(transGroup, topicTransOpHalf, 0, op)
 }
@@ -213,46 +216,46 @@ func (s *transactionCheckService) round() {
 	cfg := s.b.config()
 	var attempts checkCounts // rounds without a producer, batched
 	defer attempts.flush(s)
-	for _, h := range s.idx.candidates(s.clock.Now().UnixMilli(), cfg.TransactionTimeOut) {
+	for _, h := range s.idx.Candidates(s.clock.Now().UnixMilli(), cfg.TransactionTimeOut) {
 		select {
 		case <-s.quit:
 			return
 		default:
 		}
 		cfg = s.b.config()
-		conn := s.b.producers.AnyConn(h.group)
+		conn := s.b.producers.AnyConn(h.Group)
 		if conn == nil {
 			s.skippedNoProducer.Add(1)
 		}
 		step := planCheck(h, conn != nil, s.b.store.MinPhyOffset, cfg.TransactionCheckMax)
 		switch step {
 		case stepCount:
-			attempts.add(s, h.queueOffset)
+			attempts.add(s, h.QueueOffset)
 			continue
 		case stepExpire:
-			if s.idx.resolve(h.queueOffset) {
+			if s.idx.Resolve(h.QueueOffset) {
 				s.expired.Add(1)
 			}
 			continue
 		}
-		if !s.budget.wait(int64(h.size), s.rates, s.quit) {
+		if !s.budget.wait(int64(h.Size), s.rates, s.quit) {
 			return
 		}
-		if _, ok := s.idx.get(h.queueOffset); !ok {
+		if _, ok := s.idx.Get(h.QueueOffset); !ok {
 			continue // resolved while waiting for the budget
 		}
-		rec, err := s.b.store.LookMessageByOffset(h.phy)
+		rec, err := s.b.store.LookMessageByOffset(h.Phy)
 		s.checkReads.Add(1)
 		s.checkReadBytes.Add(int64(len(rec)))
 		if err != nil {
-			s.b.logger.Warn("transaction check: read half message", "offset", h.phy, "err", err)
+			s.b.logger.Warn("transaction check: read half message", "offset", h.Phy, "err", err)
 			continue
 		}
 		x, err := message.DecodeRecord(rec)
-		if err != nil || x.Topic != topicTransHalf || x.QueueOffset != h.queueOffset {
+		if err != nil || x.Topic != topicTransHalf || x.QueueOffset != h.QueueOffset {
 			s.b.logger.Error("transaction check: the indexed record is not the half message; dropped",
-				"offset", h.phy, "queueOffset", h.queueOffset, "err", err)
-			s.idx.resolve(h.queueOffset)
+				"offset", h.Phy, "queueOffset", h.QueueOffset, "err", err)
+			s.idx.Resolve(h.QueueOffset)
 			continue
 		}
 		if step == stepGiveUp {
@@ -283,13 +286,13 @@ const (
 // without a producer still counts as an attempt, so a half whose producer
 // is gone is given up after transactionCheckMax rounds (that move reads it
 // once). minPhy (the CommitLog's first offset) is read only when needed.
-func planCheck(h pendingHalf, hasProducer bool, minPhy func() int64, checkMax int) checkStep {
+func planCheck(h transaction.PendingHalf, hasProducer bool, minPhy func() int64, checkMax int) checkStep {
 	switch {
-	case !hasProducer && int(h.checks) < checkMax:
+	case !hasProducer && int(h.Checks) < checkMax:
 		return stepCount
-	case h.phy < minPhy():
+	case h.Phy < minPhy():
 		return stepExpire
-	case int(h.checks) >= checkMax || !hasProducer:
+	case int(h.Checks) >= checkMax || !hasProducer:
 		return stepGiveUp
 	}
 	return stepCheck
@@ -298,8 +301,8 @@ func planCheck(h pendingHalf, hasProducer bool, minPhy func() int64, checkMax in
 // sendCheck sends CHECK_TRANSACTION_STATE for x and records the check.
 func (s *transactionCheckService) sendCheck(conn interface {
 	InvokeOneway(*remoting.Command) error
-}, rec []byte, x *message.Ext, h pendingHalf, cfg *Config) {
-	body, err := checkBody(x, h.checks+1)
+}, rec []byte, x *message.Ext, h transaction.PendingHalf, cfg *Config) {
+	body, err := checkBody(x, h.Checks+1)
 	if err != nil {
 		s.b.logger.Warn("transaction check: encode check body", "err", err)
 		return
@@ -319,13 +322,13 @@ func (s *transactionCheckService) sendCheck(conn interface {
 		"bname":                cfg.BrokerName,
 	}, body)
 	req.Flag |= remoting.FlagOneway
-	s.cache.put(x.PhysicalOffset, rec)
+	s.cache.Put(x.PhysicalOffset, rec)
 	if err := conn.InvokeOneway(req); err != nil {
-		s.b.logger.Debug("transaction check: send", "group", h.group, "err", err)
+		s.b.logger.Debug("transaction check: send", "group", h.Group, "err", err)
 		return
 	}
 	s.checksSent.Add(1)
-	s.countCheck(h.queueOffset)
+	s.countCheck(h.QueueOffset)
 }
 
 // countCheck adds one to a half's check count and records it in an op
@@ -342,7 +345,7 @@ type checkCounts struct{ items []string }
 
 // add counts one attempt for a half and flushes a full batch.
 func (c *checkCounts) add(s *transactionCheckService, queueOffset int64) {
-	n := s.idx.addCheck(queueOffset)
+	n := s.idx.AddCheck(queueOffset)
 	if n == 0 {
 		return
 	}
@@ -367,21 +370,21 @@ func (c *checkCounts) flush(s *transactionCheckService) {
 
 // giveUp moves a half checked transactionCheckMax times to
 // TRANS_CHECK_MAX_TIME_TOPIC and resolves it.
-func (s *transactionCheckService) giveUp(x *message.Ext, h pendingHalf) {
+func (s *transactionCheckService) giveUp(x *message.Ext, h transaction.PendingHalf) {
 	m := x.ToInner()
 	m.Topic = topicTransCheckMax
 	m.QueueID = 0
 	m.StoreHost = s.b.storeHost
-	m.Properties[message.PropertyTransactionCheckTimes] = strconv.Itoa(int(h.checks))
+	m.Properties[message.PropertyTransactionCheckTimes] = strconv.Itoa(int(h.Checks))
 	m.PropertiesString = message.EncodeProperties(m.Properties)
 	if s.b.topics.Find(topicTransCheckMax) == nil {
-		s.b.topics.CreateInSendBack(topicTransCheckMax, 1, permRead|permWrite, 0)
+		s.b.topics.CreateInSendBack(topicTransCheckMax, 1, metadata.PermRead|metadata.PermWrite, 0)
 	}
 	if _, ok := s.put(m); !ok {
 		return
 	}
 	done := make(chan int32, 1)
-	s.b.putTransactionOp(h.queueOffset, func(code int32, _ string) { done <- code })
+	s.b.putTransactionOp(h.QueueOffset, func(code int32, _ string) { done <- code })
 	select {
 	case code := <-done:
 		if code != remoting.Success {
@@ -392,7 +395,7 @@ func (s *transactionCheckService) giveUp(x *message.Ext, h pendingHalf) {
 	}
 	s.givenUp.Add(1)
 	s.b.logger.Info("transaction check: half message given up after transactionCheckMax checks",
-		"msgId", x.Properties[message.PropertyUniqClientMessageIDKeyIdx], "group", h.group, "checks", h.checks)
+		"msgId", x.Properties[message.PropertyUniqClientMessageIDKeyIdx], "group", h.Group, "checks", h.Checks)
 }
 
 // put stores m and waits for the outcome.
@@ -419,7 +422,7 @@ func (s *transactionCheckService) rebuild() bool {
 	st := s.b.store
 	// Let the store dispatch what its recovery found, so both queues are
 	// complete up to the moment the broker started.
-	if !waitStoreDispatch(st, s.quit) {
+	if !schedule.WaitStoreDispatch(st, s.quit) {
 		return false
 	}
 	halfFrom := s.b.offsets.Query(transGroup, topicTransHalf, 0)
@@ -428,7 +431,7 @@ func (s *transactionCheckService) rebuild() bool {
 	opEnd := st.MaxOffsetInQueue(topicTransOpHalf, 0)
 	// The snapshot, when there is a readable one, saves reading what it
 	// holds; entries the store no longer has (a lost tail) are dropped.
-	doc, hs, err := loadTransactionIndex(s.indexPath)
+	doc, hs, err := transaction.LoadIndex(s.indexPath)
 	if err != nil {
 		s.b.logger.Warn("transaction index: snapshot ignored, rebuilding from the floors", "err", err)
 	}
@@ -437,9 +440,9 @@ func (s *transactionCheckService) rebuild() bool {
 		halfFrom, opFrom = min(doc.HalfFrom, halfEnd), min(doc.OpFrom, opEnd)
 		maxPhy := st.MaxPhyOffset()
 		for i := range hs {
-			if h := &hs[i]; h.queueOffset < halfEnd && h.phy+int64(h.size) <= maxPhy {
-				h.opMark = min(h.opMark, opFrom)
-				s.idx.add(h)
+			if h := &hs[i]; h.QueueOffset < halfEnd && h.Phy+int64(h.Size) <= maxPhy {
+				h.OpMark = min(h.OpMark, opFrom)
+				s.idx.Add(h)
 				snapshotHalves++
 			}
 		}
@@ -447,7 +450,7 @@ func (s *transactionCheckService) rebuild() bool {
 	halfFrom = max(halfFrom, st.MinOffsetInQueue(topicTransHalf, 0), 0)
 	opFrom = max(opFrom, st.MinOffsetInQueue(topicTransOpHalf, 0), 0)
 	ok := s.scan(topicTransHalf, halfFrom, halfEnd, func(x *message.Ext) {
-		s.idx.add(pendingFromRecord(x, opFrom))
+		s.idx.Add(transaction.PendingFromRecord(x, opFrom))
 	})
 	if !ok {
 		return false
@@ -461,17 +464,17 @@ func (s *transactionCheckService) rebuild() bool {
 				continue
 			}
 			if !check {
-				s.idx.resolve(q)
+				s.idx.Resolve(q)
 			} else if n, err := strconv.Atoi(ns); err == nil {
-				s.idx.raiseChecks(q, int32(n))
+				s.idx.RaiseChecks(q, int32(n))
 			}
 		}
 	})
 	if !ok {
 		return false
 	}
-	s.idx.finishRebuild(halfEnd)
-	s.b.logger.Info("transaction index rebuilt", "pending", s.idx.len(), "fromSnapshot", snapshotHalves,
+	s.idx.FinishRebuild(halfEnd)
+	s.b.logger.Info("transaction index rebuilt", "pending", s.idx.Len(), "fromSnapshot", snapshotHalves,
 		"halfFrom", halfFrom, "halfEnd", halfEnd,
 		"opFrom", opFrom, "opEnd", opEnd, "reads", s.rebuildReads.Load(), "bytes", s.rebuildReadBytes.Load())
 	return true

@@ -122,21 +122,21 @@ func TestTransactionKill9(t *testing.T) {
 		t.Fatalf("after kill -9: %+v", s)
 	}
 	for q, phy := range halves {
-		h, ok := e.b.txCheck.idx.get(q)
+		h, ok := e.b.txCheck.idx.Get(q)
 		if rolledBack[q] {
 			if ok {
 				t.Errorf("rolled-back half %d pending again", q)
 			}
 			continue
 		}
-		if !ok || h.phy != phy {
+		if !ok || h.Phy != phy {
 			t.Errorf("unresolved half %d: %+v %v", q, h, ok)
 			continue
 		}
 		// The op record of the check in flight at the kill may be lost
 		// or may precede the check's arrival.
-		if d := h.checks - checked[q]; d < -1 || d > 1 {
-			t.Errorf("half %d: %d checks counted after restart, %d received", q, h.checks, checked[q])
+		if d := h.Checks - checked[q]; d < -1 || d > 1 {
+			t.Errorf("half %d: %d checks counted after restart, %d received", q, h.Checks, checked[q])
 		}
 	}
 	p := newTxProducer(t, e, "kpg")

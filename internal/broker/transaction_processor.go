@@ -6,6 +6,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
+	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -37,15 +38,15 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	if state == message.TransactionRollbackType {
 		// A rollback of an indexed half needs no read: the index knows
 		// its group and offsets.
-		if h, ok := b.txCheck.idx.get(tranOffset); ok && h.phy == clOffset && h.group == group &&
-			(fromCheck || h.immunityMs == 0) {
+		if h, ok := b.txCheck.idx.Get(tranOffset); ok && h.Phy == clOffset && h.Group == group &&
+			(fromCheck || h.ImmunityMs == 0) {
 			b.putTransactionOp(tranOffset, func(code int32, remark string) {
 				b.replyLater(c, req, response(req, code, remark))
 			})
 			return nil
 		}
 	}
-	rec, cached := b.txCheck.cache.take(clOffset)
+	rec, cached := b.txCheck.cache.Take(clOffset)
 	if cached {
 		b.txCheck.endReadsSaved.Add(1)
 	} else {
@@ -70,7 +71,7 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	}
 	// As RocketMQ: an immunity time below transactionTimeOut counts as
 	// transactionTimeOut.
-	if ms := immunityMillis(ext.Properties); ms > 0 && !fromCheck &&
+	if ms := transaction.ImmunityMillis(ext.Properties); ms > 0 && !fromCheck &&
 		nowMillis()-ext.BornTimestamp > max(ms, b.config().TransactionTimeOut) {
 		ms = max(ms, b.config().TransactionTimeOut)
 		return response(req, remoting.IllegalOperation, fmt.Sprintf(
@@ -124,7 +125,7 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 func (b *Broker) putTransactionOp(halfOffset int64, done func(code int32, remark string)) {
 	b.putTransactionOpTag(transOpDone, strconv.FormatInt(halfOffset, 10), func(code int32, remark string) {
 		if code == remoting.Success {
-			b.txCheck.idx.resolve(halfOffset)
+			b.txCheck.idx.Resolve(halfOffset)
 		}
 		done(code, remark)
 	})
@@ -149,13 +150,13 @@ func (b *Broker) putTransactionOpTag(tag, body string, done func(code int32, rem
 	// Until done has run (and resolved the half) the op counts as in
 	// flight, so an index snapshot taken meanwhile replays it.
 	idx := b.txCheck.idx
-	id := idx.beginOp(b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
+	id := idx.BeginOp(b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
 	b.store.PutMessage(m, func(r store.PutResult) {
 		code, remark := putStatusCode(r)
 		if code == remoting.FlushDiskTimeout {
 			code = remoting.Success
 		}
 		done(code, remark)
-		idx.endOp(id)
+		idx.EndOp(id)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/spoolmq/spool/internal/transaction"
 )
 
 // TestTransactionRoundScenarios runs the scenario files in testdata/txcheck:
@@ -21,8 +22,8 @@ import (
 //	pending               the halves still indexed
 func TestTransactionRoundScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/txcheck", func(t *testing.T, path string) {
-		idx := newTransactionIndex()
-		idx.finishRebuild(0)
+		idx := transaction.NewIndex()
+		idx.FinishRebuild(0)
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			num := func(key string, def int64) int64 {
 				for _, a := range d.CmdArgs {
@@ -52,38 +53,38 @@ func TestTransactionRoundScenarios(t *testing.T) {
 			case "half":
 				var group string
 				d.ScanArgs(t, "group", &group)
-				idx.add(&pendingHalf{queueOffset: num("q", 0), phy: num("phy", 0), size: 100, born: num("born", 0),
-					immunityMs: num("immunity", 0), checks: int32(num("checks", 0)), group: group})
+				idx.Add(&transaction.PendingHalf{QueueOffset: num("q", 0), Phy: num("phy", 0), Size: 100, Born: num("born", 0),
+					ImmunityMs: num("immunity", 0), Checks: int32(num("checks", 0)), Group: group})
 				return "ok"
 			case "round":
 				producers, fails := set("producers"), set("send-fails")
 				minPhy := num("minphy", 0)
-				for _, h := range idx.candidates(num("now", 0), num("timeout", 6000)) {
-					step := planCheck(h, producers[h.group], func() int64 { return minPhy }, int(num("max", 15)))
-					q := strconv.FormatInt(h.queueOffset, 10)
+				for _, h := range idx.Candidates(num("now", 0), num("timeout", 6000)) {
+					step := planCheck(h, producers[h.Group], func() int64 { return minPhy }, int(num("max", 15)))
+					q := strconv.FormatInt(h.QueueOffset, 10)
 					switch step {
 					case stepCount:
-						fmt.Fprintf(&out, "half %s: no producer of %s, nothing read; attempts %d\n", q, h.group, idx.addCheck(h.queueOffset))
+						fmt.Fprintf(&out, "half %s: no producer of %s, nothing read; attempts %d\n", q, h.Group, idx.AddCheck(h.QueueOffset))
 					case stepExpire:
-						idx.resolve(h.queueOffset)
+						idx.Resolve(h.QueueOffset)
 						fmt.Fprintf(&out, "half %s: record left the CommitLog, dropped\n", q)
 					case stepCheck:
 						if fails[q] {
-							fmt.Fprintf(&out, "half %s: read, check to %s not sent, not counted; attempts %d\n", q, h.group, h.checks)
+							fmt.Fprintf(&out, "half %s: read, check to %s not sent, not counted; attempts %d\n", q, h.Group, h.Checks)
 							continue
 						}
-						fmt.Fprintf(&out, "half %s: read, check sent to %s; attempts %d\n", q, h.group, idx.addCheck(h.queueOffset))
+						fmt.Fprintf(&out, "half %s: read, check sent to %s; attempts %d\n", q, h.Group, idx.AddCheck(h.QueueOffset))
 					case stepGiveUp:
-						idx.resolve(h.queueOffset)
-						fmt.Fprintf(&out, "half %s: read, given up after %d attempts (TRANS_CHECK_MAX_TIME_TOPIC)\n", q, h.checks)
+						idx.Resolve(h.QueueOffset)
+						fmt.Fprintf(&out, "half %s: read, given up after %d attempts (TRANS_CHECK_MAX_TIME_TOPIC)\n", q, h.Checks)
 					}
 				}
 				if out.Len() == 0 {
 					return "no half old enough"
 				}
 			case "pending":
-				for _, h := range idx.candidates(1<<62, 0) {
-					fmt.Fprintf(&out, "half %d: group %s, attempts %d\n", h.queueOffset, h.group, h.checks)
+				for _, h := range idx.Candidates(1<<62, 0) {
+					fmt.Fprintf(&out, "half %d: group %s, attempts %d\n", h.QueueOffset, h.Group, h.Checks)
 				}
 				if out.Len() == 0 {
 					return "none"

@@ -31,6 +31,10 @@ var allowed = map[string][]string{
 	"internal/store":             {"internal/corrupt", "message", "internal/vfs", "internal/clock", "internal/store/index", "internal/store/stats"},
 	"internal/timer":             {"internal/corrupt", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
 	"internal/namesrv":           {"remoting", "remoting/transport", "internal/clock"},
+	"internal/metadata":          {},
+	"internal/clients":           {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
+	"internal/transaction":       {"internal/metadata", "internal/store", "message"},
+	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
 	"internal/broker":            {"*"},
 	"internal/testkit":           {"internal/clock", "internal/store"},
 	"internal/testkit/brokerkit": {"*"},
@@ -43,6 +47,21 @@ var allowed = map[string][]string{
 
 // onlyTests are packages that no non-test file may import.
 var onlyTests = []string{"internal/testkit", "internal/testkit/brokerkit"}
+
+// wiring is the package that builds a broker from the others; only the
+// command (and the shared test set-ups) may import it, whatever their
+// rows allow.
+const wiring = "internal/broker"
+
+var wiringImporters = map[string]bool{"cmd/spool": true, "internal/testkit/brokerkit": true}
+
+// mayImport applies a package's row and the wiring rule to one import.
+func mayImport(pkg, imp string) bool {
+	if imp == wiring && !wiringImporters[pkg] {
+		return false
+	}
+	return permits(allowed[pkg], imp)
+}
 
 func moduleRoot(t *testing.T) string {
 	dir, err := filepath.Abs("../..")
@@ -112,7 +131,9 @@ func TestImportsFollowTheLayering(t *testing.T) {
 					t.Errorf("%s imports %s, which only tests may import", pkg, imp)
 				}
 			}
-			if !permits(rule, imp) {
+			if imp == wiring && !wiringImporters[pkg] {
+				t.Errorf("%s imports %s, the wiring, which only cmd/spool may import", pkg, imp)
+			} else if !permits(rule, imp) {
 				t.Errorf("%s imports %s; it may import only %v", pkg, imp, rule)
 			}
 		}
@@ -136,7 +157,15 @@ func TestPermits(t *testing.T) {
 	if permits(allowed["message"], "remoting") {
 		t.Fatal("message imports nothing of the module")
 	}
-	if !permits(allowed["cmd/spool"], "internal/broker") {
+	if !mayImport("cmd/spool", "internal/broker") {
 		t.Fatal("the command wires the broker")
+	}
+	for _, pkg := range []string{"test/e2e", "internal/metadata", "internal/clients", "internal/transaction", "internal/schedule"} {
+		if mayImport(pkg, "internal/broker") {
+			t.Fatalf("%s may not import the wiring", pkg)
+		}
+	}
+	if mayImport("internal/metadata", "internal/store") || mayImport("internal/clients", "internal/metadata") {
+		t.Fatal("the broker's parts import only their rows")
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package transaction
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/spoolmq/spool/internal/metadata"
 )
 
 // transactionIndexFile is config/transactionIndex.json, Spool's snapshot
@@ -28,42 +30,42 @@ type transactionIndexFile struct {
 	Pending  [][9]int64 `json:"pending"`
 }
 
-// encodeTransactionIndex builds the file's content from a snapshot.
-func encodeTransactionIndex(hs []pendingHalf, halfFrom, opFrom int64) ([]byte, error) {
+// EncodeIndex builds the file's content from a snapshot.
+func EncodeIndex(hs []PendingHalf, halfFrom, opFrom int64) ([]byte, error) {
 	doc := transactionIndexFile{HalfFrom: halfFrom, OpFrom: opFrom, Groups: []string{}, Pending: make([][9]int64, 0, len(hs))}
 	gi := map[string]int64{}
 	for _, h := range hs {
-		i, ok := gi[h.group]
+		i, ok := gi[h.Group]
 		if !ok {
 			i = int64(len(doc.Groups))
-			gi[h.group] = i
-			doc.Groups = append(doc.Groups, h.group)
+			gi[h.Group] = i
+			doc.Groups = append(doc.Groups, h.Group)
 		}
-		doc.Pending = append(doc.Pending, [9]int64{h.queueOffset, h.phy, int64(h.size), h.born, h.stored, h.immunityMs, int64(h.checks), i, h.opMark})
+		doc.Pending = append(doc.Pending, [9]int64{h.QueueOffset, h.Phy, int64(h.Size), h.Born, h.stored, h.ImmunityMs, int64(h.Checks), i, h.OpMark})
 	}
 	return json.Marshal(&doc)
 }
 
-// loadTransactionIndex reads the file; nil, nil when there is none.
-func loadTransactionIndex(path string) (*transactionIndexFile, []pendingHalf, error) {
+// LoadIndex reads the file; nil, nil when there is none.
+func LoadIndex(path string) (*transactionIndexFile, []PendingHalf, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: read %s: %w", ErrMetadata, path, err)
+		return nil, nil, fmt.Errorf("%w: read %s: %w", metadata.ErrMetadata, path, err)
 	}
 	var doc transactionIndexFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, nil, fmt.Errorf("%w: decode %s: %w", ErrMetadata, path, err)
+		return nil, nil, fmt.Errorf("%w: decode %s: %w", metadata.ErrMetadata, path, err)
 	}
-	hs := make([]pendingHalf, 0, len(doc.Pending))
+	hs := make([]PendingHalf, 0, len(doc.Pending))
 	for _, e := range doc.Pending {
 		if e[7] < 0 || e[7] >= int64(len(doc.Groups)) {
-			return nil, nil, fmt.Errorf("%w: %s: half %d names group %d of %d", ErrMetadata, path, e[0], e[7], len(doc.Groups))
+			return nil, nil, fmt.Errorf("%w: %s: half %d names group %d of %d", metadata.ErrMetadata, path, e[0], e[7], len(doc.Groups))
 		}
-		hs = append(hs, pendingHalf{queueOffset: e[0], phy: e[1], size: int32(e[2]), born: e[3], stored: e[4],
-			immunityMs: e[5], checks: int32(e[6]), group: doc.Groups[e[7]], opMark: e[8]})
+		hs = append(hs, PendingHalf{QueueOffset: e[0], Phy: e[1], Size: int32(e[2]), Born: e[3], stored: e[4],
+			ImmunityMs: e[5], Checks: int32(e[6]), Group: doc.Groups[e[7]], OpMark: e[8]})
 	}
 	return &doc, hs, nil
 }

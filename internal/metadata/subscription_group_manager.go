@@ -1,9 +1,8 @@
-package broker
+package metadata
 
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"sync"
 )
@@ -27,26 +26,28 @@ type SubscriptionGroupManager struct {
 	mu      sync.RWMutex
 	table   map[string]*SubscriptionGroupConfig // values are never mutated in place
 	version *versionStamp
-	file    *metadataFile
+	File    *File
+	// validate names an illegal group name (Deps.ValidateGroup).
+	validate func(group string) string
 }
 
-func newSubscriptionGroupManager(configDir string, logger *slog.Logger) *SubscriptionGroupManager {
-	m := &SubscriptionGroupManager{table: make(map[string]*SubscriptionGroupConfig), version: newVersionStamp()}
-	m.file = newMetadataFile(filepath.Join(configDir, "subscriptionGroup.json"), m.encode, logger)
+func NewSubscriptionGroupManager(d Deps) *SubscriptionGroupManager {
+	m := &SubscriptionGroupManager{table: make(map[string]*SubscriptionGroupConfig), version: newVersionStamp(), validate: d.ValidateGroup}
+	m.File = NewFile(filepath.Join(d.ConfigDir, "subscriptionGroup.json"), m.encode, d.Logger)
 	for _, g := range systemGroups {
-		m.table[g] = newSubscriptionGroupConfig(g)
+		m.table[g] = NewSubscriptionGroupConfig(g)
 	}
 	return m
 }
 
-func (m *SubscriptionGroupManager) load() error {
-	b, err := m.file.load()
+func (m *SubscriptionGroupManager) Load() error {
+	b, err := m.File.Load()
 	if err != nil || b == nil {
 		return err
 	}
 	var doc subscriptionGroupFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.File.Path, err)
 	}
 	m.mu.Lock()
 	for name, g := range doc.SubscriptionGroupTable {
@@ -66,7 +67,7 @@ func (m *SubscriptionGroupManager) load() error {
 	return nil
 }
 
-func (m *SubscriptionGroupManager) document() subscriptionGroupFile {
+func (m *SubscriptionGroupManager) Document() subscriptionGroupFile {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	doc := subscriptionGroupFile{
@@ -80,7 +81,7 @@ func (m *SubscriptionGroupManager) document() subscriptionGroupFile {
 }
 
 func (m *SubscriptionGroupManager) encode() ([]byte, error) {
-	doc := m.document()
+	doc := m.Document()
 	return json.MarshalIndent(&doc, "", "\t")
 }
 
@@ -98,17 +99,17 @@ func (m *SubscriptionGroupManager) FindOrCreate(group string, autoCreate bool) *
 	if g := m.Find(group); g != nil || !autoCreate {
 		return g
 	}
-	if validateGroup(group) != "" {
+	if m.validate(group) != "" {
 		return nil
 	}
 	m.mu.Lock()
 	g := m.table[group]
 	if g == nil {
-		g = newSubscriptionGroupConfig(group)
+		g = NewSubscriptionGroupConfig(group)
 		m.table[group] = g
 		m.version.next()
 		m.mu.Unlock()
-		m.file.markDirty()
+		m.File.MarkDirty()
 		return g
 	}
 	m.mu.Unlock()
@@ -125,7 +126,7 @@ func (m *SubscriptionGroupManager) Put(g *SubscriptionGroupConfig) {
 	m.table[c.GroupName] = &c
 	m.version.next()
 	m.mu.Unlock()
-	m.file.markDirty()
+	m.File.MarkDirty()
 }
 
 // Delete removes a group config and reports whether it existed.
@@ -138,7 +139,7 @@ func (m *SubscriptionGroupManager) Delete(group string) bool {
 	}
 	m.mu.Unlock()
 	if ok {
-		m.file.markDirty()
+		m.File.MarkDirty()
 	}
 	return ok
 }

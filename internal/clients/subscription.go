@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 
 // Expression types of a subscription.
 const (
-	exprTag   = "TAG"
+	ExprTag   = "TAG"
 	exprSQL92 = "SQL92"
 	subAll    = "*"
 )
@@ -55,35 +55,35 @@ func (c *codeSet) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// subscription is a registered subscription with its compiled filter.
-type subscription struct {
-	data SubscriptionData
+// Subscription is a registered subscription with its compiled filter.
+type Subscription struct {
+	Data SubscriptionData
 	// filter is nil for "*"; compileErr is set when the expression does
 	// not compile (pulls then answer SUBSCRIPTION_PARSE_FAILED).
-	filter     store.MessageFilter
-	compileErr error
+	Filter     store.MessageFilter
+	CompileErr error
 }
 
-// normalizeSubscription recomputes the tag set and codes of a TAG
+// NormalizeSubscription recomputes the tag set and codes of a TAG
 // subscription from its expression (Java's rule) and compiles its filter.
-func normalizeSubscription(d SubscriptionData) *subscription {
+func NormalizeSubscription(d SubscriptionData) *Subscription {
 	if d.ExpressionType == "" {
-		d.ExpressionType = exprTag
+		d.ExpressionType = ExprTag
 	}
-	s := &subscription{data: d}
+	s := &Subscription{Data: d}
 	expr := strings.TrimSpace(d.SubString)
-	if strings.EqualFold(d.ExpressionType, exprTag) {
+	if strings.EqualFold(d.ExpressionType, ExprTag) {
 		if expr == "" || expr == subAll {
-			s.data.SubString = subAll
-			s.data.TagsSet = []string{}
-			s.data.CodeSet = codeSet{}
+			s.Data.SubString = subAll
+			s.Data.TagsSet = []string{}
+			s.Data.CodeSet = codeSet{}
 			return s
 		}
 		tags, codes := tagsAndCodes(expr)
-		s.data.TagsSet = tags
-		s.data.CodeSet = codes
+		s.Data.TagsSet = tags
+		s.Data.CodeSet = codes
 	}
-	s.filter, s.compileErr = compileFilter(d.ExpressionType, expr)
+	s.Filter, s.CompileErr = CompileFilter(d.ExpressionType, expr)
 	return s
 }
 
@@ -102,14 +102,14 @@ func tagsAndCodes(expr string) ([]string, codeSet) {
 	return tags, codes
 }
 
-// compileFilter compiles an expression; "*" and "" of type TAG match all
+// CompileFilter compiles an expression; "*" and "" of type TAG match all
 // and return a nil filter.
-func compileFilter(exprType, expr string) (store.MessageFilter, error) {
+func CompileFilter(exprType, expr string) (store.MessageFilter, error) {
 	expr = strings.TrimSpace(expr)
 	if exprType == "" {
-		exprType = exprTag
+		exprType = ExprTag
 	}
-	if strings.EqualFold(exprType, exprTag) && (expr == "" || expr == subAll) {
+	if strings.EqualFold(exprType, ExprTag) && (expr == "" || expr == subAll) {
 		return nil, nil
 	}
 	f, err := filter.Compile(exprType, expr)

@@ -1,6 +1,7 @@
-package broker
+package clients
 
 import (
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -11,7 +12,7 @@ import (
 // Message models and consume types of heartbeats.
 const (
 	modelClustering   = "CLUSTERING"
-	modelBroadcasting = "BROADCASTING"
+	ModelBroadcasting = "BROADCASTING"
 )
 
 // consumerGroupInfo is what the broker knows about one consumer group from
@@ -22,8 +23,8 @@ type consumerGroupInfo struct {
 	consumeType      string
 	messageModel     string
 	consumeFromWhere string
-	channels         map[uint64]*clientChannel // conn id -> member
-	subscriptions    map[string]*subscription  // topic -> subscription
+	channels         map[uint64]*Channel      // conn id -> member
+	subscriptions    map[string]*Subscription // topic -> subscription
 	lastUpdate       time.Time
 }
 
@@ -38,50 +39,53 @@ type ConsumerManager struct {
 	// onChange is called, without locks held, with the group and its
 	// remaining member connections after a membership change.
 	onChange func(group string, conns []*transport.Conn)
+	logger   *slog.Logger
 }
 
-func newConsumerManager() *ConsumerManager {
-	return &ConsumerManager{groups: make(map[string]*consumerGroupInfo), onChange: func(string, []*transport.Conn) {}}
+func NewConsumerManager(d Deps) *ConsumerManager {
+	m := &ConsumerManager{groups: make(map[string]*consumerGroupInfo), logger: d.Logger}
+	m.onChange = m.notifyConsumerIdsChanged
+	return m
 }
 
-// consumerRegistration is one group's part of a heartbeat.
-type consumerRegistration struct {
-	group            string
-	consumeType      string
-	messageModel     string
-	consumeFromWhere string
-	subscriptions    []*subscription
+// Registration is one group's part of a heartbeat.
+type Registration struct {
+	Group            string
+	ConsumeType      string
+	MessageModel     string
+	ConsumeFromWhere string
+	Subscriptions    []*Subscription
 }
 
 // Register records ch as a member of the group with its subscriptions and
 // reports whether the membership changed.
-func (m *ConsumerManager) Register(ch *clientChannel, r consumerRegistration, notify bool) bool {
+func (m *ConsumerManager) Register(ch *Channel, r Registration, notify bool) bool {
 	m.mu.Lock()
-	gi := m.groups[r.group]
+	gi := m.groups[r.Group]
 	if gi == nil {
 		gi = &consumerGroupInfo{
-			group:         r.group,
-			channels:      make(map[uint64]*clientChannel),
-			subscriptions: make(map[string]*subscription),
+			group:         r.Group,
+			channels:      make(map[uint64]*Channel),
+			subscriptions: make(map[string]*Subscription),
 		}
-		m.groups[r.group] = gi
+		m.groups[r.Group] = gi
 	}
-	gi.consumeType, gi.messageModel, gi.consumeFromWhere = r.consumeType, r.messageModel, r.consumeFromWhere
-	gi.lastUpdate = ch.lastUpdate
+	gi.consumeType, gi.messageModel, gi.consumeFromWhere = r.ConsumeType, r.MessageModel, r.ConsumeFromWhere
+	gi.lastUpdate = ch.LastUpdate
 	changed := false
-	if old := gi.channels[ch.conn.ID()]; old == nil || old.clientID != ch.clientID {
+	if old := gi.channels[ch.Conn.ID()]; old == nil || old.ClientID != ch.ClientID {
 		changed = true
 	}
-	gi.channels[ch.conn.ID()] = ch
+	gi.channels[ch.Conn.ID()] = ch
 	// The newest heartbeat's subscription set replaces the group's table.
-	next := make(map[string]*subscription, len(r.subscriptions))
-	for _, s := range r.subscriptions {
-		if old := gi.subscriptions[s.data.Topic]; old != nil && old.data.SubString == s.data.SubString &&
-			old.data.ExpressionType == s.data.ExpressionType && old.data.SubVersion >= s.data.SubVersion {
-			next[s.data.Topic] = old
+	next := make(map[string]*Subscription, len(r.Subscriptions))
+	for _, s := range r.Subscriptions {
+		if old := gi.subscriptions[s.Data.Topic]; old != nil && old.Data.SubString == s.Data.SubString &&
+			old.Data.ExpressionType == s.Data.ExpressionType && old.Data.SubVersion >= s.Data.SubVersion {
+			next[s.Data.Topic] = old
 			continue
 		}
-		next[s.data.Topic] = s
+		next[s.Data.Topic] = s
 	}
 	gi.subscriptions = next
 	var conns []*transport.Conn
@@ -90,7 +94,7 @@ func (m *ConsumerManager) Register(ch *clientChannel, r consumerRegistration, no
 	}
 	m.mu.Unlock()
 	if conns != nil {
-		m.onChange(r.group, conns)
+		m.onChange(r.Group, conns)
 	}
 	return changed
 }
@@ -98,7 +102,7 @@ func (m *ConsumerManager) Register(ch *clientChannel, r consumerRegistration, no
 func (gi *consumerGroupInfo) connsLocked() []*transport.Conn {
 	out := make([]*transport.Conn, 0, len(gi.channels))
 	for _, ch := range gi.channels {
-		out = append(out, ch.conn)
+		out = append(out, ch.Conn)
 	}
 	return out
 }
@@ -106,22 +110,22 @@ func (gi *consumerGroupInfo) connsLocked() []*transport.Conn {
 // Unregister removes the member with clientID (on connection conn) from
 // group.
 func (m *ConsumerManager) Unregister(group string, conn *transport.Conn, notify bool) {
-	m.removeWhere(func(g string, ch *clientChannel) bool {
-		return g == group && ch.conn.ID() == conn.ID()
+	m.removeWhere(func(g string, ch *Channel) bool {
+		return g == group && ch.Conn.ID() == conn.ID()
 	}, notify)
 }
 
 // RemoveConn removes a closed connection from every group.
 func (m *ConsumerManager) RemoveConn(conn *transport.Conn, notify bool) {
-	m.removeWhere(func(_ string, ch *clientChannel) bool { return ch.conn.ID() == conn.ID() }, notify)
+	m.removeWhere(func(_ string, ch *Channel) bool { return ch.Conn.ID() == conn.ID() }, notify)
 }
 
 // ScanExpired removes members whose last heartbeat is older than expiry.
 func (m *ConsumerManager) ScanExpired(now time.Time, expiry time.Duration, notify bool) {
-	m.removeWhere(func(_ string, ch *clientChannel) bool { return now.Sub(ch.lastUpdate) > expiry }, notify)
+	m.removeWhere(func(_ string, ch *Channel) bool { return now.Sub(ch.LastUpdate) > expiry }, notify)
 }
 
-func (m *ConsumerManager) removeWhere(match func(group string, ch *clientChannel) bool, notify bool) {
+func (m *ConsumerManager) removeWhere(match func(group string, ch *Channel) bool, notify bool) {
 	type change struct {
 		group string
 		conns []*transport.Conn
@@ -165,31 +169,31 @@ func (m *ConsumerManager) ClientIDs(group string) []string {
 	seen := make(map[string]bool, len(gi.channels))
 	out := make([]string, 0, len(gi.channels))
 	for _, ch := range gi.channels {
-		if !seen[ch.clientID] {
-			seen[ch.clientID] = true
-			out = append(out, ch.clientID)
+		if !seen[ch.ClientID] {
+			seen[ch.ClientID] = true
+			out = append(out, ch.ClientID)
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// groupView is what the pull path needs from a group's registration.
-type groupView struct {
-	messageModel string
-	sub          *subscription
+// GroupView is what the pull path needs from a group's registration.
+type GroupView struct {
+	MessageModel string
+	Sub          *Subscription
 }
 
 // FindSubscription returns the group's subscription of topic. found
 // reports whether the group is registered at all.
-func (m *ConsumerManager) FindSubscription(group, topic string) (v groupView, found bool) {
+func (m *ConsumerManager) FindSubscription(group, topic string) (v GroupView, found bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	gi := m.groups[group]
 	if gi == nil {
-		return groupView{}, false
+		return GroupView{}, false
 	}
-	return groupView{messageModel: gi.messageModel, sub: gi.subscriptions[topic]}, true
+	return GroupView{MessageModel: gi.messageModel, Sub: gi.subscriptions[topic]}, true
 }
 
 // Groups returns the registered group names, sorted.

@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import (
 	"errors"
@@ -12,13 +12,13 @@ import (
 	"time"
 )
 
-// metadataFile writes one small JSON file (topics.json, subscriptionGroup.json,
+// File writes one small JSON file (topics.json, subscriptionGroup.json,
 // consumerOffset.json, delayOffset.json) off the hot path: a change marks it
 // dirty, and a background goroutine takes a snapshot and replaces the file
 // atomically (temp file, fsync, rename, fsync of the directory). Flush
 // writes synchronously and is used at shutdown.
-type metadataFile struct {
-	path     string
+type File struct {
+	Path     string
 	snapshot func() ([]byte, error)
 	written  func() // after each successful write, under writeMu (optional)
 	// pause is the least time between two background writes (0: none),
@@ -45,60 +45,60 @@ type metadataFile struct {
 	failures           atomic.Int64
 }
 
-func newMetadataFile(path string, snapshot func() ([]byte, error), logger *slog.Logger) *metadataFile {
-	return &metadataFile{
-		path:     path,
+func NewFile(path string, snapshot func() ([]byte, error), logger *slog.Logger) *File {
+	return &File{
+		Path:     path,
 		snapshot: snapshot,
 		logger:   logger,
 		dirty:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		write:    writeFileAtomic,
+		write:    WriteFileAtomic,
 		retryMin: 100 * time.Millisecond,
 		retryMax: 10 * time.Second,
 	}
 }
 
-// load returns the file's content, or nil when it does not exist.
-func (f *metadataFile) load() ([]byte, error) {
-	b, err := os.ReadFile(f.path)
+// Load returns the file's content, or nil when it does not exist.
+func (f *File) Load() ([]byte, error) {
+	b, err := os.ReadFile(f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %w", ErrMetadata, f.path, err)
+		return nil, fmt.Errorf("%w: read %s: %w", ErrMetadata, f.Path, err)
 	}
 	return b, nil
 }
 
-// markDirty asks the background writer to persist a new snapshot.
-func (f *metadataFile) markDirty() {
+// MarkDirty asks the background writer to persist a new snapshot.
+func (f *File) MarkDirty() {
 	select {
 	case f.dirty <- struct{}{}:
 	default:
 	}
 }
 
-// dirtyWait marks the file dirty and returns a channel closed when a write
+// DirtyWait marks the file dirty and returns a channel closed when a write
 // whose snapshot was taken after the call has ended (successfully or with
 // its error logged), so everything changed before the call is on disk.
-func (f *metadataFile) dirtyWait() <-chan struct{} {
+func (f *File) DirtyWait() <-chan struct{} {
 	f.genMu.Lock()
 	if f.gen == nil {
 		f.gen = make(chan struct{})
 	}
 	ch := f.gen
 	f.genMu.Unlock()
-	f.markDirty()
+	f.MarkDirty()
 	return ch
 }
 
-func (f *metadataFile) start() {
+func (f *File) Start() {
 	f.started = true
 	go f.run()
 }
 
-func (f *metadataFile) run() {
+func (f *File) run() {
 	defer close(f.done)
 	var retry *time.Timer
 	var retryC <-chan time.Time
@@ -113,10 +113,10 @@ func (f *metadataFile) run() {
 		case <-f.dirty:
 		case <-retryC:
 		}
-		err := f.flush()
+		err := f.Flush()
 		if err == nil {
 			if backoff != f.retryMin {
-				f.logger.Info("persist metadata: written again", "file", f.path)
+				f.logger.Info("persist metadata: written again", "file", f.Path)
 			}
 			retryC, backoff = nil, f.retryMin
 			if f.pause > 0 && !f.sleep(f.pause) {
@@ -127,7 +127,7 @@ func (f *metadataFile) run() {
 		// The change is still in memory: write it again later (a full
 		// disk passes), from a fresh snapshot.
 		if backoff == f.retryMin {
-			f.logger.Error("persist metadata failed; retrying with a back-off", "file", f.path, "err", err)
+			f.logger.Error("persist metadata failed; retrying with a back-off", "file", f.Path, "err", err)
 		}
 		f.failures.Add(1)
 		if retry == nil {
@@ -141,7 +141,7 @@ func (f *metadataFile) run() {
 }
 
 // sleep waits d, or until the file is closed (then false).
-func (f *metadataFile) sleep(d time.Duration) bool {
+func (f *File) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -152,8 +152,8 @@ func (f *metadataFile) sleep(d time.Duration) bool {
 	}
 }
 
-// close stops the background writer and writes a final snapshot.
-func (f *metadataFile) close() error {
+// Close stops the background writer and writes a final snapshot.
+func (f *File) Close() error {
 	if f.started {
 		select {
 		case <-f.stop:
@@ -162,11 +162,11 @@ func (f *metadataFile) close() error {
 		}
 		<-f.done
 	}
-	return f.flush()
+	return f.Flush()
 }
 
-// flush writes the current snapshot now.
-func (f *metadataFile) flush() error {
+// Flush writes the current snapshot now.
+func (f *File) Flush() error {
 	f.writeMu.Lock()
 	defer f.writeMu.Unlock()
 	f.genMu.Lock()
@@ -178,9 +178,9 @@ func (f *metadataFile) flush() error {
 	}
 	data, err := f.snapshot()
 	if err != nil {
-		return fmt.Errorf("%w: encode %s: %w", ErrMetadata, f.path, err)
+		return fmt.Errorf("%w: encode %s: %w", ErrMetadata, f.Path, err)
 	}
-	if err := f.write(f.path, data); err != nil {
+	if err := f.write(f.Path, data); err != nil {
 		return fmt.Errorf("%w: %w", ErrMetadata, err)
 	}
 	if f.written != nil {
@@ -189,9 +189,9 @@ func (f *metadataFile) flush() error {
 	return nil
 }
 
-// writeFileAtomic replaces path with data: temp file, fsync, rename, fsync
+// WriteFileAtomic replaces path with data: temp file, fsync, rename, fsync
 // of the directory.
-func writeFileAtomic(path string, data []byte) error {
+func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

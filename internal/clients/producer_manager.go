@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"sync"
@@ -11,22 +11,22 @@ import (
 // transaction check-back and reply routing pick connections from it.
 type ProducerManager struct {
 	mu     sync.RWMutex
-	groups map[string]map[uint64]*clientChannel // group -> conn id -> channel
+	groups map[string]map[uint64]*Channel // group -> conn id -> channel
 }
 
-func newProducerManager() *ProducerManager {
-	return &ProducerManager{groups: make(map[string]map[uint64]*clientChannel)}
+func NewProducerManager() *ProducerManager {
+	return &ProducerManager{groups: make(map[string]map[uint64]*Channel)}
 }
 
 // Register records ch under group.
-func (m *ProducerManager) Register(group string, ch *clientChannel) {
+func (m *ProducerManager) Register(group string, ch *Channel) {
 	m.mu.Lock()
 	g := m.groups[group]
 	if g == nil {
-		g = make(map[uint64]*clientChannel)
+		g = make(map[uint64]*Channel)
 		m.groups[group] = g
 	}
-	g[ch.conn.ID()] = ch
+	g[ch.Conn.ID()] = ch
 	m.mu.Unlock()
 }
 
@@ -44,15 +44,15 @@ func (m *ProducerManager) Unregister(group string, conn *transport.Conn) {
 
 // RemoveConn removes a closed connection from every group.
 func (m *ProducerManager) RemoveConn(conn *transport.Conn) {
-	m.removeWhere(func(ch *clientChannel) bool { return ch.conn.ID() == conn.ID() })
+	m.removeWhere(func(ch *Channel) bool { return ch.Conn.ID() == conn.ID() })
 }
 
 // ScanExpired removes channels whose last heartbeat is older than expiry.
 func (m *ProducerManager) ScanExpired(now time.Time, expiry time.Duration) {
-	m.removeWhere(func(ch *clientChannel) bool { return now.Sub(ch.lastUpdate) > expiry })
+	m.removeWhere(func(ch *Channel) bool { return now.Sub(ch.LastUpdate) > expiry })
 }
 
-func (m *ProducerManager) removeWhere(match func(*clientChannel) bool) {
+func (m *ProducerManager) removeWhere(match func(*Channel) bool) {
 	m.mu.Lock()
 	for name, g := range m.groups {
 		for id, ch := range g {
@@ -71,21 +71,21 @@ func (m *ProducerManager) removeWhere(match func(*clientChannel) bool) {
 func (m *ProducerManager) AnyConn(group string) *transport.Conn {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var best *clientChannel
+	var best *Channel
 	for _, ch := range m.groups[group] {
 		select {
-		case <-ch.conn.Closed():
+		case <-ch.Conn.Closed():
 			continue
 		default:
 		}
-		if best == nil || ch.lastUpdate.After(best.lastUpdate) {
+		if best == nil || ch.LastUpdate.After(best.LastUpdate) {
 			best = ch
 		}
 	}
 	if best == nil {
 		return nil
 	}
-	return best.conn
+	return best.Conn
 }
 
 // ConnByClientID returns a live connection of the client, or nil.
@@ -94,8 +94,8 @@ func (m *ProducerManager) ConnByClientID(clientID string) *transport.Conn {
 	defer m.mu.RUnlock()
 	for _, g := range m.groups {
 		for _, ch := range g {
-			if ch.clientID == clientID {
-				return ch.conn
+			if ch.ClientID == clientID {
+				return ch.Conn
 			}
 		}
 	}

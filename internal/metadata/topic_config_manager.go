@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import (
 	"encoding/json"
@@ -12,17 +12,13 @@ import (
 	"time"
 )
 
-// scheduleQueueNums is the number of SCHEDULE_TOPIC_XXXX queues: one per
-// delay level of the default level table.
-const scheduleQueueNums = 18
-
 // topicsFilePause is the least time between two background writes of
 // topics.json: a change is durable in the topic journal before it is
 // answered, so the whole table is rewritten at most this often.
 const topicsFilePause = time.Second
 
-// topicConfigFile is the JSON document of config/topics.json.
-type topicConfigFile struct {
+// TopicConfigFile is the JSON document of config/topics.json.
+type TopicConfigFile struct {
 	TopicConfigTable map[string]*TopicConfig `json:"topicConfigTable"`
 	DataVersion      DataVersion             `json:"dataVersion"`
 }
@@ -37,78 +33,56 @@ type TopicConfigManager struct {
 	mu      sync.RWMutex
 	table   map[string]*TopicConfig // values are never mutated in place
 	version *versionStamp
-	file    *metadataFile
-	journal *topicJournal
+	File    *File
+	Journal *topicJournal
 	logger  *slog.Logger
 	snapAt  int64        // data version counter of the snapshot being written (file's writeMu)
 	burst   atomic.Int64 // changes since memory was last returned to the OS
+	// autoCreate is the template topic whose inherit bit follows
+	// autoCreateTopicEnable (Deps.AutoCreateTopic).
+	autoCreate string
 
 	// onChange is called, without locks held, with the created or
 	// updated topic (or nil and the deleted topic's name) and the data
 	// version the change made.
-	onChange func(tc *TopicConfig, deleted string, v DataVersion)
+	OnChange func(tc *TopicConfig, deleted string, v DataVersion)
 }
 
-func newTopicConfigManager(cfg *Config, configDir string, logger *slog.Logger) *TopicConfigManager {
+func NewTopicConfigManager(d Deps) *TopicConfigManager {
+	configDir, logger := d.ConfigDir, d.Logger
 	m := &TopicConfigManager{
 		table:    make(map[string]*TopicConfig),
 		version:  newVersionStamp(),
-		journal:  newTopicJournal(filepath.Join(configDir, "topics.journal")),
+		Journal:  newTopicJournal(filepath.Join(configDir, "topics.journal")),
 		logger:   logger,
-		onChange: func(*TopicConfig, string, DataVersion) {},
+		OnChange: func(*TopicConfig, string, DataVersion) {},
 	}
-	m.file = newMetadataFile(filepath.Join(configDir, "topics.json"), m.encode, logger)
-	m.file.pause = topicsFilePause
-	m.file.written = func() {
-		if err := m.journal.covered(m.snapAt); err != nil {
+	m.File = NewFile(filepath.Join(configDir, "topics.json"), m.encode, logger)
+	m.File.pause = topicsFilePause
+	m.File.written = func() {
+		if err := m.Journal.covered(m.snapAt); err != nil {
 			logger.Error("empty topic journal", "err", err)
 		}
 		m.afterBurst()
 	}
-	m.createSystemTopics(cfg)
+	for _, tc := range d.BuiltinTopics {
+		m.table[tc.TopicName] = tc
+	}
+	m.autoCreate = d.AutoCreateTopic
 	return m
 }
 
-// createSystemTopics adds the topics RocketMQ's broker creates at start-up.
-func (m *TopicConfigManager) createSystemTopics(cfg *Config) {
-	add := func(tc *TopicConfig) { m.table[tc.TopicName] = tc }
-	add(newTopicConfig(topicSelfTest, 1, 1, permRead|permWrite))
-	if cfg.AutoCreateTopicEnable {
-		n := cfg.DefaultTopicQueueNums
-		add(newTopicConfig(topicAutoCreate, n, n, permInherit|permRead|permWrite))
-	}
-	add(newTopicConfig(topicBenchmark, 1024, 1024, permRead|permWrite))
-	clusterPerm := permInherit
-	if cfg.ClusterTopicEnable {
-		clusterPerm |= permRead | permWrite
-	}
-	add(newTopicConfig(cfg.BrokerClusterName, 16, 16, clusterPerm))
-	brokerPerm := permInherit
-	if cfg.BrokerTopicEnable {
-		brokerPerm |= permRead | permWrite
-	}
-	add(newTopicConfig(cfg.BrokerName, 1, 1, brokerPerm))
-	add(newTopicConfig(topicOffsetMovedEvent, 1, 1, permRead|permWrite))
-	add(newTopicConfig(topicSchedule, scheduleQueueNums, scheduleQueueNums, permRead|permWrite))
-	if cfg.TraceTopicEnable {
-		add(newTopicConfig(cfg.MsgTraceTopicName, 1, 1, permRead|permWrite))
-	}
-	add(newTopicConfig(cfg.BrokerClusterName+replyTopicSuffix, 1, 1, permRead|permWrite))
-	add(newTopicConfig(topicTransHalf, 1, 1, permRead|permWrite))
-	add(newTopicConfig(topicTransOpHalf, 1, 1, permRead|permWrite))
-}
-
-// load reads topics.json (its entries override the built-in ones) and
+// Load reads topics.json (its entries override the built-in ones) and
 // applies the journal's newer changes.
-func (m *TopicConfigManager) load() error {
-	b, err := m.file.load()
+func (m *TopicConfigManager) Load() error {
+	b, err := m.File.Load()
 	if err != nil {
 		return err
 	}
-	var doc topicConfigFile
+	var doc TopicConfigFile
 	if b != nil {
 		if err := json.Unmarshal(b, &doc); err != nil {
-			return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+			return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.File.Path, err)
 		}
 	}
 	m.mu.Lock()
@@ -125,12 +99,12 @@ func (m *TopicConfigManager) load() error {
 	if b != nil {
 		m.version.set(doc.DataVersion)
 	}
-	changes, torn, err := m.journal.read(doc.DataVersion.Counter)
+	changes, torn, err := m.Journal.read(doc.DataVersion.Counter)
 	if err != nil {
 		return err
 	}
 	if torn > 0 {
-		m.logger.Warn("skipped torn lines of the topic journal (changes never acknowledged)", "file", m.journal.path, "lines", torn)
+		m.logger.Warn("skipped torn lines of the topic journal (changes never acknowledged)", "file", m.Journal.path, "lines", torn)
 	}
 	if len(changes) == 0 {
 		return nil
@@ -145,7 +119,7 @@ func (m *TopicConfigManager) load() error {
 	}
 	m.mu.Unlock()
 	m.version.set(changes[len(changes)-1].DataVersion)
-	m.file.markDirty() // topics.json takes them over at start
+	m.File.MarkDirty() // topics.json takes them over at start
 	return nil
 }
 
@@ -154,14 +128,14 @@ func normalizeTopicConfig(tc *TopicConfig) *TopicConfig {
 		tc.Attributes = map[string]string{}
 	}
 	if tc.TopicFilterType == "" {
-		tc.TopicFilterType = filterSingleTag
+		tc.TopicFilterType = FilterSingleTag
 	}
 	return tc
 }
 
 func (m *TopicConfigManager) encode() ([]byte, error) {
 	m.mu.RLock()
-	doc := topicConfigFile{TopicConfigTable: make(map[string]*TopicConfig, len(m.table)), DataVersion: m.version.get()}
+	doc := TopicConfigFile{TopicConfigTable: make(map[string]*TopicConfig, len(m.table)), DataVersion: m.version.get()}
 	m.snapAt = doc.DataVersion.Counter
 	for k, v := range m.table {
 		doc.TopicConfigTable[k] = v
@@ -260,8 +234,8 @@ func (m *TopicConfigManager) afterBurst() {
 
 func (m *TopicConfigManager) changed(tc *TopicConfig, deleted string, v DataVersion) {
 	m.burst.Add(1)
-	m.file.markDirty()
-	m.onChange(tc, deleted, v)
+	m.File.MarkDirty()
+	m.OnChange(tc, deleted, v)
 }
 
 // CreateInSendMessage auto-creates topic from defaultTopic when the latter
@@ -280,15 +254,15 @@ func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, cli
 		return nil, false
 	}
 	perm := def.Perm
-	if defaultTopic == topicAutoCreate && !autoCreateEnable {
-		perm = permRead | permWrite
+	if defaultTopic == m.autoCreate && !autoCreateEnable {
+		perm = PermRead | PermWrite
 	}
 	if !isInherited(perm) {
 		m.mu.Unlock()
 		return nil, false
 	}
 	n := max(min(clientQueueNums, def.WriteQueueNums), 0)
-	tc := newTopicConfig(topic, n, n, perm&^permInherit)
+	tc := NewTopicConfig(topic, n, n, perm&^PermInherit)
 	tc.TopicSysFlag = topicSysFlag
 	tc.TopicFilterType = def.TopicFilterType
 	m.table[topic] = tc
@@ -306,7 +280,7 @@ func (m *TopicConfigManager) CreateInSendBack(topic string, queueNums, perm, top
 		m.mu.Unlock()
 		return tc, false
 	}
-	tc := newTopicConfig(topic, queueNums, queueNums, perm)
+	tc := NewTopicConfig(topic, queueNums, queueNums, perm)
 	tc.TopicSysFlag = topicSysFlag
 	m.table[topic] = tc
 	m.version.next()
@@ -314,4 +288,25 @@ func (m *TopicConfigManager) CreateInSendBack(topic string, queueNums, perm, top
 	m.mu.Unlock()
 	m.changed(tc, "", v)
 	return tc, true
+}
+
+// Preload adds topics without a change notification: benchmarks and tests
+// build large tables with it.
+func (m *TopicConfigManager) Preload(tcs []*TopicConfig) {
+	m.mu.Lock()
+	for _, tc := range tcs {
+		m.table[tc.TopicName] = tc
+	}
+	m.mu.Unlock()
+}
+
+// StepVersion advances the data version without a change, as a changed
+// version makes a name server apply every topic (benchmarks).
+func (m *TopicConfigManager) StepVersion() { m.version.next() }
+
+// HoldWrites stops topics.json from being rewritten until release is
+// called, as if a crash came before the writer ran (tests).
+func (m *TopicConfigManager) HoldWrites() (release func()) {
+	m.File.writeMu.Lock()
+	return m.File.writeMu.Unlock
 }

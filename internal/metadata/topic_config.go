@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import "strings"
 
@@ -16,19 +16,19 @@ type TopicConfig struct {
 }
 
 const (
-	filterSingleTag = "SINGLE_TAG"
-	filterMultiTag  = "MULTI_TAG"
+	FilterSingleTag = "SINGLE_TAG"
+	FilterMultiTag  = "MULTI_TAG"
 )
 
-// newTopicConfig copies name: a name sliced from a request header would
+// NewTopicConfig copies name: a name sliced from a request header would
 // keep the whole header alive as long as the table holds the topic.
-func newTopicConfig(name string, read, write, perm int) *TopicConfig {
+func NewTopicConfig(name string, read, write, perm int) *TopicConfig {
 	return &TopicConfig{
 		TopicName:       strings.Clone(name),
 		ReadQueueNums:   read,
 		WriteQueueNums:  write,
 		Perm:            perm,
-		TopicFilterType: filterSingleTag,
+		TopicFilterType: FilterSingleTag,
 		Attributes:      map[string]string{},
 	}
 }
@@ -44,8 +44,8 @@ func (t *TopicConfig) clone() *TopicConfig {
 	return &c
 }
 
-// queueIDBound is the exclusive bound of legal queue ids for sends.
-func (t *TopicConfig) queueIDBound() int { return max(t.ReadQueueNums, t.WriteQueueNums) }
+// QueueIDBound is the exclusive bound of legal queue ids for sends.
+func (t *TopicConfig) QueueIDBound() int { return max(t.ReadQueueNums, t.WriteQueueNums) }
 
 func (t *TopicConfig) equal(o *TopicConfig) bool {
 	if t.TopicName != o.TopicName || t.ReadQueueNums != o.ReadQueueNums || t.WriteQueueNums != o.WriteQueueNums ||

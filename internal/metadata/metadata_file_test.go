@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ func TestMetadataFileRetriesAfterENOSPC(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "topics.json")
 	var mu sync.Mutex
 	content := []byte(`{"v":1}`)
-	f := newMetadataFile(path, func() ([]byte, error) {
+	f := NewFile(path, func() ([]byte, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]byte(nil), content...), nil
@@ -37,16 +37,16 @@ func TestMetadataFileRetriesAfterENOSPC(t *testing.T) {
 		if full {
 			return &os.PathError{Op: "write", Path: p + ".tmp", Err: syscall.ENOSPC}
 		}
-		if err := writeFileAtomic(p, data); err != nil {
+		if err := WriteFileAtomic(p, data); err != nil {
 			return err
 		}
 		close(written)
 		return nil
 	}
-	f.start()
-	f.markDirty()
+	f.Start()
+	f.MarkDirty()
 	<-written
-	f.write = writeFileAtomic // the final flush at close writes for real
+	f.write = WriteFileAtomic // the final flush at close writes for real
 	if n := f.failures.Load(); n != 5 {
 		t.Fatalf("%d failed writes counted, want 5", n)
 	}
@@ -60,7 +60,7 @@ func TestMetadataFileRetriesAfterENOSPC(t *testing.T) {
 	if _, err := os.Stat(path + ".tmp"); err == nil {
 		t.Fatal("temporary file left")
 	}
-	if err := f.close(); err != nil {
+	if err := f.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import (
 	"bufio"
@@ -33,8 +33,8 @@ type topicJournal struct {
 	newest int64 // counter of the newest appended change
 }
 
-// topicChange is one journal line.
-type topicChange struct {
+// TopicChange is one journal line.
+type TopicChange struct {
 	DataVersion DataVersion  `json:"dataVersion"`
 	TopicConfig *TopicConfig `json:"topicConfig,omitempty"`
 	Deleted     string       `json:"deleted,omitempty"`
@@ -42,8 +42,8 @@ type topicChange struct {
 
 func newTopicJournal(path string) *topicJournal { return &topicJournal{path: path} }
 
-// append writes changes and fsyncs the journal.
-func (j *topicJournal) append(changes []topicChange) error {
+// Append writes changes and fsyncs the journal.
+func (j *topicJournal) Append(changes []TopicChange) error {
 	var buf bytes.Buffer
 	for i := range changes {
 		b, err := json.Marshal(&changes[i])
@@ -108,7 +108,7 @@ func (j *topicJournal) covered(counter int64) error {
 	return nil
 }
 
-func (j *topicJournal) close() error {
+func (j *topicJournal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.fh == nil {
@@ -121,7 +121,7 @@ func (j *topicJournal) close() error {
 
 // read returns the journal's changes newer than counter, in version order,
 // and how many torn lines it skipped.
-func (j *topicJournal) read(counter int64) ([]topicChange, int, error) {
+func (j *topicJournal) read(counter int64) ([]TopicChange, int, error) {
 	data, err := os.ReadFile(j.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, nil
@@ -129,7 +129,7 @@ func (j *topicJournal) read(counter int64) ([]topicChange, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: read %s: %w", ErrMetadata, j.path, err)
 	}
-	var out []topicChange
+	var out []TopicChange
 	torn := 0
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), len(data)+1)
@@ -138,7 +138,7 @@ func (j *topicJournal) read(counter int64) ([]topicChange, int, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var c topicChange
+		var c TopicChange
 		if err := json.Unmarshal(line, &c); err != nil || (c.TopicConfig == nil && c.Deleted == "") {
 			torn++
 			continue

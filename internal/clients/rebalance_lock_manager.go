@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"sync"
@@ -29,7 +29,7 @@ type RebalanceLockManager struct {
 	now   func() time.Time
 }
 
-func newRebalanceLockManager() *RebalanceLockManager {
+func NewRebalanceLockManager() *RebalanceLockManager {
 	return &RebalanceLockManager{table: make(map[string]map[MessageQueue]*lockEntry), now: time.Now}
 }
 

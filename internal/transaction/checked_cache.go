@@ -1,15 +1,15 @@
-package broker
+package transaction
 
 import "sync"
 
-// checkedCacheBytes bounds the records kept by checkedCache.
-const checkedCacheBytes = 4 << 20
+// CheckedCacheBytes bounds the records kept by checkedCache.
+const CheckedCacheBytes = 4 << 20
 
-// checkedCache keeps the half records the check service has just read, so
+// CheckedCache keeps the half records the check service has just read, so
 // the END_TRANSACTION that answers a check (commit, usually within
 // milliseconds) does not read the same cold record again. Oldest first
 // out; an entry is dropped when taken.
-type checkedCache struct {
+type CheckedCache struct {
 	mu    sync.Mutex
 	recs  map[int64][]byte // commit-log offset -> record
 	order []int64
@@ -17,12 +17,12 @@ type checkedCache struct {
 	limit int64
 }
 
-func newCheckedCache(limit int64) *checkedCache {
-	return &checkedCache{recs: make(map[int64][]byte), limit: limit}
+func NewCheckedCache(limit int64) *CheckedCache {
+	return &CheckedCache{recs: make(map[int64][]byte), limit: limit}
 }
 
-// put keeps rec (which the caller must not modify afterwards).
-func (c *checkedCache) put(phy int64, rec []byte) {
+// Put keeps rec (which the caller must not modify afterwards).
+func (c *CheckedCache) Put(phy int64, rec []byte) {
 	if int64(len(rec)) > c.limit {
 		return
 	}
@@ -44,8 +44,8 @@ func (c *checkedCache) put(phy int64, rec []byte) {
 	c.bytes += int64(len(rec))
 }
 
-// take returns and forgets the record at phy.
-func (c *checkedCache) take(phy int64) ([]byte, bool) {
+// Take returns and forgets the record at phy.
+func (c *CheckedCache) Take(phy int64) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rec, ok := c.recs[phy]

@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 // SubscriptionGroupConfig is a consumer group's configuration, in RocketMQ's
 // JSON form (subscriptionGroup.json and GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
@@ -18,8 +18,8 @@ type SubscriptionGroupConfig struct {
 	Attributes                     map[string]string `json:"attributes"`
 }
 
-// newSubscriptionGroupConfig returns a group config with RocketMQ's defaults.
-func newSubscriptionGroupConfig(group string) *SubscriptionGroupConfig {
+// NewSubscriptionGroupConfig returns a group config with RocketMQ's defaults.
+func NewSubscriptionGroupConfig(group string) *SubscriptionGroupConfig {
 	return &SubscriptionGroupConfig{
 		GroupName:                      group,
 		ConsumeEnable:                  true,

@@ -1,4 +1,4 @@
-package broker
+package schedule
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 )
@@ -37,18 +38,18 @@ const (
 	// propertyDelaySource marks a delivered message with the schedule
 	// queue entry it came from, "<level>:<queue offset>", so progress can
 	// be recomputed from the CommitLog after a crash.
-	propertyDelaySource = "__DELAY_SRC"
+	PropertyDelaySource = "__DELAY_SRC"
 )
 
-// delayOffsetFile is config/delayOffset.json: delay level -> next offset of
+// DelayOffsetFile is config/delayOffset.json: delay level -> next offset of
 // its SCHEDULE_TOPIC_XXXX queue, and (Spool's addition) the CommitLog
 // offset up to which the table accounts for every delivery.
-type delayOffsetFile struct {
+type DelayOffsetFile struct {
 	OffsetTable     map[string]int64 `json:"offsetTable"`
 	CommitLogOffset *int64           `json:"commitLogOffset,omitempty"`
 }
 
-// scheduleService delivers delayed messages: one goroutine per delay level
+// Service delivers delayed messages: one goroutine per delay level
 // reads its SCHEDULE_TOPIC_XXXX queue in order and, when an entry is due
 // (store time + level delay, never earlier), stores the message again in
 // REAL_TOPIC / REAL_QID without DELAY and with __DELAY_SRC=<level>:<offset>.
@@ -59,9 +60,9 @@ type delayOffsetFile struct {
 // crash the start-up scan reads the CommitLog from there to its end and
 // takes, per level, the highest delivered offset from the markers, so a
 // kill -9 neither redelivers nor loses a delayed message.
-type scheduleService struct {
-	b    *Broker
-	file *metadataFile
+type Service struct {
+	d    Deps
+	File *metadata.File
 
 	mu        sync.Mutex
 	offsets   map[int]int64 // level -> next offset
@@ -70,7 +71,7 @@ type scheduleService struct {
 	dirty     bool
 	// recoveredAll is set once the start-up scan has applied the markers.
 	recoveredAll bool
-	recovered    atomic.Int64 // markers applied by the last recovery scan
+	Recovered    atomic.Int64 // markers applied by the last recovery scan
 
 	wake    []chan struct{} // per level, capacity 1
 	quit    chan struct{}
@@ -78,25 +79,25 @@ type scheduleService struct {
 	stopped sync.Once
 }
 
-func newScheduleService(b *Broker, path string) *scheduleService {
-	s := &scheduleService{b: b, offsets: make(map[int]int64), inflight: make(map[int]int64), validUpTo: markNoFile,
+func NewService(d Deps) *Service {
+	s := &Service{d: d, offsets: make(map[int]int64), inflight: make(map[int]int64), validUpTo: markNoFile,
 		quit: make(chan struct{})}
-	s.file = newMetadataFile(path, s.encode, b.logger)
-	s.wake = make([]chan struct{}, len(b.delayLevels))
+	s.File = metadata.NewFile(d.Path, s.encode, d.Logger)
+	s.wake = make([]chan struct{}, len(d.DelayLevels))
 	for i := range s.wake {
 		s.wake[i] = make(chan struct{}, 1)
 	}
 	return s
 }
 
-func (s *scheduleService) load() error {
-	b, err := s.file.load()
+func (s *Service) Load() error {
+	b, err := s.File.Load()
 	if err != nil || b == nil {
 		return err
 	}
-	var doc delayOffsetFile
+	var doc DelayOffsetFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, s.file.path, err)
+		return fmt.Errorf("%w: decode %s: %w", metadata.ErrMetadata, s.File.Path, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,7 +108,7 @@ func (s *scheduleService) load() error {
 	for k, v := range doc.OffsetTable {
 		level, err := strconv.Atoi(k)
 		if err != nil {
-			return fmt.Errorf("%w: %s: level %q: %w", ErrMetadata, s.file.path, k, err)
+			return fmt.Errorf("%w: %s: level %q: %w", metadata.ErrMetadata, s.File.Path, k, err)
 		}
 		s.offsets[level] = v
 	}
@@ -118,9 +119,9 @@ func (s *scheduleService) load() error {
 // the end before a delivery still in flight if lower: a delivery missing
 // from the table is in flight or not yet started, so its record lies at
 // or after the mark.
-func (s *scheduleService) encode() ([]byte, error) {
+func (s *Service) encode() ([]byte, error) {
 	s.mu.Lock()
-	mark := s.b.store.MaxPhyOffset()
+	mark := s.d.Store().MaxPhyOffset()
 	for _, v := range s.inflight {
 		mark = min(mark, v)
 	}
@@ -132,12 +133,12 @@ func (s *scheduleService) encode() ([]byte, error) {
 		case markLegacy:
 			markp = nil
 		case markNoFile:
-			mark = s.b.store.MinPhyOffset()
+			mark = s.d.Store().MinPhyOffset()
 		default:
 			mark = s.validUpTo
 		}
 	}
-	doc := delayOffsetFile{OffsetTable: make(map[string]int64, len(s.offsets)), CommitLogOffset: markp}
+	doc := DelayOffsetFile{OffsetTable: make(map[string]int64, len(s.offsets)), CommitLogOffset: markp}
 	for k, v := range s.offsets {
 		doc.OffsetTable[strconv.Itoa(k)] = v
 	}
@@ -145,13 +146,13 @@ func (s *scheduleService) encode() ([]byte, error) {
 	return json.MarshalIndent(&doc, "", "\t")
 }
 
-func (s *scheduleService) offset(level int) int64 {
+func (s *Service) Offset(level int) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.offsets[level]
 }
 
-func (s *scheduleService) setOffset(level int, off int64) {
+func (s *Service) setOffset(level int, off int64) {
 	s.mu.Lock()
 	s.offsets[level] = off
 	delete(s.inflight, level)
@@ -160,22 +161,22 @@ func (s *scheduleService) setOffset(level int, off int64) {
 }
 
 // beginDelivery records that level is about to put a delivery.
-func (s *scheduleService) beginDelivery(level int) {
+func (s *Service) beginDelivery(level int) {
 	s.mu.Lock()
-	s.inflight[level] = s.b.store.MaxPhyOffset()
+	s.inflight[level] = s.d.Store().MaxPhyOffset()
 	s.mu.Unlock()
 }
 
 // abortDelivery forgets a delivery whose put failed.
-func (s *scheduleService) abortDelivery(level int) {
+func (s *Service) abortDelivery(level int) {
 	s.mu.Lock()
 	delete(s.inflight, level)
 	s.mu.Unlock()
 }
 
-// start recovers the progress from the CommitLog, then starts one
+// Start recovers the progress from the CommitLog, then starts one
 // goroutine per level and the periodic persister.
-func (s *scheduleService) start() {
+func (s *Service) Start() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -185,8 +186,8 @@ func (s *scheduleService) start() {
 		s.mu.Lock()
 		s.recoveredAll = true
 		s.mu.Unlock()
-		s.file.markDirty()
-		for i := range s.b.delayLevels {
+		s.File.MarkDirty()
+		for i := range s.d.DelayLevels {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -198,7 +199,7 @@ func (s *scheduleService) start() {
 }
 
 // persistLoop asks for a write of delayOffset.json when progress changed.
-func (s *scheduleService) persistLoop() {
+func (s *Service) persistLoop() {
 	t := time.NewTicker(scheduleFlushInterval)
 	defer t.Stop()
 	for {
@@ -212,7 +213,7 @@ func (s *scheduleService) persistLoop() {
 		s.dirty = false
 		s.mu.Unlock()
 		if dirty {
-			s.file.markDirty()
+			s.File.MarkDirty()
 		}
 	}
 }
@@ -220,11 +221,11 @@ func (s *scheduleService) persistLoop() {
 // recover scans the CommitLog from the persisted mark to its end and
 // advances each level past the highest offset a delivered record names.
 // It reports false when stopped first.
-func (s *scheduleService) recover() bool {
-	st := s.b.store
+func (s *Service) recover() bool {
+	st := s.d.Store()
 	// The markers are checked against the schedule queues, so let the
 	// store dispatch what its recovery found first.
-	if !waitStoreDispatch(st, s.quit) {
+	if !WaitStoreDispatch(st, s.quit) {
 		return false
 	}
 	s.mu.Lock()
@@ -235,8 +236,8 @@ func (s *scheduleService) recover() bool {
 		return true
 	case markNoFile:
 		empty := true
-		for q := range s.b.delayLevels {
-			if st.MaxOffsetInQueue(topicSchedule, int32(q)) > 0 {
+		for q := range s.d.DelayLevels {
+			if st.MaxOffsetInQueue(s.d.Topic, int32(q)) > 0 {
 				empty = false
 			}
 		}
@@ -249,13 +250,13 @@ func (s *scheduleService) recover() bool {
 	if from >= end {
 		return true
 	}
-	budget := newReadBudget(s.b.clock)
+	budget := s.d.RecoveryBudget()
 	rates := func() (int64, int64) { return 0, scheduleRecoveryBytesPerSecond }
-	fileSize := s.b.storeConfig().MappedFileSizeCommitLog
+	fileSize := s.d.StoreConfig().MappedFileSizeCommitLog
 	found := map[int]int64{}
 	var records, bytes int64
 	for off := from; off < end; {
-		if !budget.wait(0, rates, s.quit) {
+		if !budget.Wait(0, rates, s.quit) {
 			return false
 		}
 		rec, err := st.LookMessageByOffset(off)
@@ -266,26 +267,26 @@ func (s *scheduleService) recover() bool {
 			}
 			next := (off/fileSize + 1) * fileSize
 			if next < end {
-				s.b.logger.Debug("schedule recovery: no record, skipping to the next file", "offset", off, "err", err)
+				s.d.Logger.Debug("schedule recovery: no record, skipping to the next file", "offset", off, "err", err)
 			}
 			off = next
 			continue
 		}
-		budget.charge(int64(len(rec)), 0, scheduleRecoveryBytesPerSecond)
+		budget.Charge(int64(len(rec)), 0, scheduleRecoveryBytesPerSecond)
 		records++
 		bytes += int64(len(rec))
 		off += int64(len(rec))
 		h, err := message.ParseRecordHeader(rec)
-		if err != nil || h.Topic == topicSchedule || h.PropertiesLen == 0 {
+		if err != nil || h.Topic == s.d.Topic || h.PropertiesLen == 0 {
 			continue
 		}
 		props := message.DecodeProperties(string(rec[h.PropertiesOffset : h.PropertiesOffset+h.PropertiesLen]))
-		level, qoff, ok := parseDelaySource(props[propertyDelaySource])
-		if !ok || level < 1 || level > len(s.b.delayLevels) {
+		level, qoff, ok := parseDelaySource(props[PropertyDelaySource])
+		if !ok || level < 1 || level > len(s.d.DelayLevels) {
 			continue
 		}
 		// A marker can only name an entry that exists.
-		if qoff >= st.MaxOffsetInQueue(topicSchedule, int32(level-1)) {
+		if qoff >= st.MaxOffsetInQueue(s.d.Topic, int32(level-1)) {
 			continue
 		}
 		if v, seen := found[level]; !seen || qoff+1 > v {
@@ -301,8 +302,8 @@ func (s *scheduleService) recover() bool {
 		}
 	}
 	s.mu.Unlock()
-	s.recovered.Store(applied)
-	s.b.logger.Info("schedule progress recovered from the CommitLog", "from", from, "to", end,
+	s.Recovered.Store(applied)
+	s.d.Logger.Info("schedule progress recovered from the CommitLog", "from", from, "to", end,
 		"records", records, "bytes", bytes, "levelsAdvanced", applied)
 	return true
 }
@@ -311,9 +312,9 @@ func (s *scheduleService) recover() bool {
 // dispatch what its recovery found.
 const storeDispatchWait = 30 * time.Second
 
-// waitStoreDispatch waits until the consume queues cover the CommitLog as
+// WaitStoreDispatch waits until the consume queues cover the CommitLog as
 // it was when called (at most storeDispatchWait); false when quit closes.
-func waitStoreDispatch(st store.MessageStore, quit <-chan struct{}) bool {
+func WaitStoreDispatch(st store.MessageStore, quit <-chan struct{}) bool {
 	target := st.MaxPhyOffset()
 	deadline := time.Now().Add(storeDispatchWait)
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -342,13 +343,13 @@ func parseDelaySource(v string) (int, int64, bool) {
 	return level, off, true
 }
 
-func (s *scheduleService) stop() {
+func (s *Service) Stop() {
 	s.stopped.Do(func() { close(s.quit) })
 	s.wg.Wait()
 }
 
-// onDispatch wakes the level whose schedule queue received a message.
-func (s *scheduleService) onDispatch(queueID int32) {
+// OnDispatch wakes the level whose schedule queue received a message.
+func (s *Service) OnDispatch(queueID int32) {
 	if int(queueID) < len(s.wake) && queueID >= 0 {
 		select {
 		case s.wake[queueID] <- struct{}{}:
@@ -358,7 +359,7 @@ func (s *scheduleService) onDispatch(queueID int32) {
 }
 
 // sleep waits d, a wake-up of level, or stop; it reports false on stop.
-func (s *scheduleService) sleep(level int, d time.Duration) bool {
+func (s *Service) sleep(level int, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -371,8 +372,8 @@ func (s *scheduleService) sleep(level int, d time.Duration) bool {
 	}
 }
 
-func (s *scheduleService) runLevel(level int) {
-	delay := s.b.delayLevels[level-1]
+func (s *Service) runLevel(level int) {
+	delay := s.d.DelayLevels[level-1]
 	qid := int32(level - 1)
 	for {
 		select {
@@ -380,8 +381,8 @@ func (s *scheduleService) runLevel(level int) {
 			return
 		default:
 		}
-		off := s.offset(level)
-		res := s.b.store.GetMessage(scheduleGroup, topicSchedule, qid, off, 32, math.MaxInt32, nil)
+		off := s.Offset(level)
+		res := s.d.Store().GetMessage(scheduleGroup, s.d.Topic, qid, off, 32, math.MaxInt32, nil)
 		if res == nil {
 			if !s.sleep(level, scheduleIdle) {
 				return
@@ -414,12 +415,12 @@ func (s *scheduleService) runLevel(level int) {
 
 // deliverBatch delivers the due records of res in order. It returns how
 // long to wait before the next look (0 = at once) and false on stop.
-func (s *scheduleService) deliverBatch(level int, delay time.Duration, res *store.GetResult) (time.Duration, bool) {
+func (s *Service) deliverBatch(level int, delay time.Duration, res *store.GetResult) (time.Duration, bool) {
 	for i, rec := range res.Buffers {
 		qoff := res.QueueOffsets[i]
 		ext, err := message.DecodeRecord(rec)
 		if err != nil {
-			s.b.logger.Error("schedule: undecodable record skipped", "level", level, "offset", qoff, "err", err)
+			s.d.Logger.Error("schedule: undecodable record skipped", "level", level, "offset", qoff, "err", err)
 			s.setOffset(level, qoff+1)
 			continue
 		}
@@ -429,23 +430,23 @@ func (s *scheduleService) deliverBatch(level int, delay time.Duration, res *stor
 		}
 		m, err := scheduledToReal(ext, level, qoff)
 		if err != nil {
-			s.b.logger.Error("schedule: record skipped", "level", level, "offset", qoff, "err", err)
+			s.d.Logger.Error("schedule: record skipped", "level", level, "offset", qoff, "err", err)
 			s.setOffset(level, qoff+1)
 			continue
 		}
 		done := make(chan store.PutResult, 1)
 		s.beginDelivery(level)
-		s.b.store.PutMessage(m, func(r store.PutResult) { done <- r })
+		s.d.Store().PutMessage(m, func(r store.PutResult) { done <- r })
 		var r store.PutResult
 		select {
 		case r = <-done:
 		case <-s.quit:
 			return 0, false
 		}
-		s.b.stats.countPut(m.Topic, r)
+		s.d.CountPut(m.Topic, r)
 		if r.Status != store.PutOK && r.Status != store.FlushDiskTimeout {
 			s.abortDelivery(level)
-			s.b.logger.Warn("schedule: delivery failed, will retry", "level", level, "offset", qoff,
+			s.d.Logger.Warn("schedule: delivery failed, will retry", "level", level, "offset", qoff,
 				"topic", m.Topic, "status", int(r.Status), "remark", r.Remark)
 			return scheduleRetry, true
 		}
@@ -469,7 +470,7 @@ func scheduledToReal(ext *message.Ext, level int, qoff int64) (*message.Inner, e
 		delete(p, k)
 	}
 	p[message.PropertyWaitStoreMsgOK] = "false"
-	p[propertyDelaySource] = strconv.Itoa(level) + ":" + strconv.FormatInt(qoff, 10)
+	p[PropertyDelaySource] = strconv.Itoa(level) + ":" + strconv.FormatInt(qoff, 10)
 	m.Topic = topic
 	m.QueueID = int32(qid)
 	m.TagsCode = message.TagsHashCode(p[message.PropertyTags])
@@ -477,10 +478,10 @@ func scheduledToReal(ext *message.Ext, level int, qoff int64) (*message.Inner, e
 	return m, nil
 }
 
-// runningStats adds RocketMQ's scheduleMessageOffset_<level> figures: for
+// RunningStats adds RocketMQ's scheduleMessageOffset_<level> figures: for
 // every delay level with an offset, "<next offset to deliver>,<max offset of
 // the level's queue>".
-func (s *scheduleService) runningStats(t map[string]string) {
+func (s *Service) RunningStats(t map[string]string) {
 	s.mu.Lock()
 	offs := make(map[int]int64, len(s.offsets))
 	for level, off := range s.offsets {
@@ -488,7 +489,7 @@ func (s *scheduleService) runningStats(t map[string]string) {
 	}
 	s.mu.Unlock()
 	for level, off := range offs {
-		maxOff := s.b.store.MaxOffsetInQueue(topicSchedule, int32(level-1))
+		maxOff := s.d.Store().MaxOffsetInQueue(s.d.Topic, int32(level-1))
 		t["scheduleMessageOffset_"+strconv.Itoa(level)] = strconv.FormatInt(off, 10) + "," + strconv.FormatInt(maxOff, 10)
 	}
 }

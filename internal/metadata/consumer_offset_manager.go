@@ -1,9 +1,8 @@
-package broker
+package metadata
 
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,25 +26,25 @@ type ConsumerOffsetManager struct {
 	table   map[string]map[int32]int64 // "topic@group" -> queueId -> offset
 	version *versionStamp
 	dirty   atomic.Bool
-	file    *metadataFile
+	File    *File
 }
 
-func newConsumerOffsetManager(configDir string, logger *slog.Logger) *ConsumerOffsetManager {
+func NewConsumerOffsetManager(d Deps) *ConsumerOffsetManager {
 	m := &ConsumerOffsetManager{table: make(map[string]map[int32]int64), version: newVersionStamp()}
-	m.file = newMetadataFile(filepath.Join(configDir, "consumerOffset.json"), m.encode, logger)
+	m.File = NewFile(filepath.Join(d.ConfigDir, "consumerOffset.json"), m.encode, d.Logger)
 	return m
 }
 
 func offsetKey(topic, group string) string { return topic + "@" + group }
 
-func (m *ConsumerOffsetManager) load() error {
-	b, err := m.file.load()
+func (m *ConsumerOffsetManager) Load() error {
+	b, err := m.File.Load()
 	if err != nil || b == nil {
 		return err
 	}
 	var doc consumerOffsetFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.File.Path, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -54,7 +53,7 @@ func (m *ConsumerOffsetManager) load() error {
 		for q, off := range queues {
 			id, err := strconv.ParseInt(q, 10, 32)
 			if err != nil {
-				return fmt.Errorf("%w: %s: queue id %q in %q: %w", ErrMetadata, m.file.path, q, key, err)
+				return fmt.Errorf("%w: %s: queue id %q in %q: %w", ErrMetadata, m.File.Path, q, key, err)
 			}
 			t[int32(id)] = off
 		}
@@ -78,9 +77,9 @@ func (m *ConsumerOffsetManager) encode() ([]byte, error) {
 	return json.MarshalIndent(&doc, "", "\t")
 }
 
-// runFlusher persists the table every interval while it is dirty, until
+// RunFlusher persists the table every interval while it is dirty, until
 // stop is closed.
-func (m *ConsumerOffsetManager) runFlusher(interval time.Duration, stop <-chan struct{}) {
+func (m *ConsumerOffsetManager) RunFlusher(interval time.Duration, stop <-chan struct{}) {
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
@@ -92,7 +91,7 @@ func (m *ConsumerOffsetManager) runFlusher(interval time.Duration, stop <-chan s
 			return
 		case <-t.C:
 			if m.dirty.Swap(false) {
-				m.file.markDirty()
+				m.File.MarkDirty()
 			}
 		}
 	}
@@ -166,6 +165,6 @@ func (m *ConsumerOffsetManager) removeIf(match func(topic, group string) bool) {
 	}
 	m.mu.Unlock()
 	if removed {
-		m.file.markDirty()
+		m.File.MarkDirty()
 	}
 }

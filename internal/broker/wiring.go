@@ -1,0 +1,71 @@
+package broker
+
+import (
+	"log/slog"
+
+	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/schedule"
+)
+
+// scheduleQueueNums is the number of SCHEDULE_TOPIC_XXXX queues: one per
+// delay level of the default level table.
+const scheduleQueueNums = 18
+
+// metadataDeps is what the broker gives the metadata managers.
+func metadataDeps(cfg *Config, configDir string, logger *slog.Logger) metadata.Deps {
+	return metadata.Deps{
+		ConfigDir:       configDir,
+		Logger:          logger,
+		BuiltinTopics:   systemTopics(cfg),
+		AutoCreateTopic: topicAutoCreate,
+		ValidateGroup:   validateGroup,
+	}
+}
+
+// systemTopics are the topics RocketMQ's broker creates at start-up.
+func systemTopics(cfg *Config) []*metadata.TopicConfig {
+	var out []*metadata.TopicConfig
+	add := func(tc *metadata.TopicConfig) { out = append(out, tc) }
+	add(metadata.NewTopicConfig(topicSelfTest, 1, 1, metadata.PermRead|metadata.PermWrite))
+	if cfg.AutoCreateTopicEnable {
+		n := cfg.DefaultTopicQueueNums
+		add(metadata.NewTopicConfig(topicAutoCreate, n, n, metadata.PermInherit|metadata.PermRead|metadata.PermWrite))
+	}
+	add(metadata.NewTopicConfig(topicBenchmark, 1024, 1024, metadata.PermRead|metadata.PermWrite))
+	clusterPerm := metadata.PermInherit
+	if cfg.ClusterTopicEnable {
+		clusterPerm |= metadata.PermRead | metadata.PermWrite
+	}
+	add(metadata.NewTopicConfig(cfg.BrokerClusterName, 16, 16, clusterPerm))
+	brokerPerm := metadata.PermInherit
+	if cfg.BrokerTopicEnable {
+		brokerPerm |= metadata.PermRead | metadata.PermWrite
+	}
+	add(metadata.NewTopicConfig(cfg.BrokerName, 1, 1, brokerPerm))
+	add(metadata.NewTopicConfig(topicOffsetMovedEvent, 1, 1, metadata.PermRead|metadata.PermWrite))
+	add(metadata.NewTopicConfig(topicSchedule, scheduleQueueNums, scheduleQueueNums, metadata.PermRead|metadata.PermWrite))
+	if cfg.TraceTopicEnable {
+		add(metadata.NewTopicConfig(cfg.MsgTraceTopicName, 1, 1, metadata.PermRead|metadata.PermWrite))
+	}
+	add(metadata.NewTopicConfig(cfg.BrokerClusterName+replyTopicSuffix, 1, 1, metadata.PermRead|metadata.PermWrite))
+	add(metadata.NewTopicConfig(topicTransHalf, 1, 1, metadata.PermRead|metadata.PermWrite))
+	add(metadata.NewTopicConfig(topicTransOpHalf, 1, 1, metadata.PermRead|metadata.PermWrite))
+	return out
+}
+
+// scheduleDeps is what the broker gives the schedule service.
+func scheduleDeps(b *Broker, path string) schedule.Deps {
+	return schedule.Deps{
+		Store:       b.Store,
+		StoreConfig: b.storeConfig,
+		DelayLevels: b.delayLevels,
+		Topic:       topicSchedule,
+		Path:        path,
+		CountPut:    b.stats.countPut,
+		RecoveryBudget: func() schedule.Budget {
+			rb := newReadBudget(b.clock)
+			return schedule.Budget{Wait: rb.wait, Charge: rb.charge}
+		},
+		Logger: b.logger,
+	}
+}

@@ -1,0 +1,59 @@
+package schedule
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/internal/store"
+)
+
+// TestDelayOffsetMark: delayOffset.json's CommitLog mark is the log's end,
+// lowered to the start of a delivery in flight, and left as loaded while
+// the recovery scan has not finished.
+func TestDelayOffsetMark(t *testing.T) {
+	const end = 4096
+	st := endStore{end: end}
+	mark := func(s *Service) int64 {
+		t.Helper()
+		b, err := s.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc DelayOffsetFile
+		if err := json.Unmarshal(b, &doc); err != nil || doc.CommitLogOffset == nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		return *doc.CommitLogOffset
+	}
+	s := NewService(Deps{
+		Store:       func() store.MessageStore { return st },
+		DelayLevels: []time.Duration{time.Second, 2 * time.Second, 3 * time.Second},
+		Path:        filepath.Join(t.TempDir(), "delayOffset.json"),
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	s.validUpTo = 7
+	if m := mark(s); m != 7 {
+		t.Fatalf("before recovery: mark %d, want the loaded 7", m)
+	}
+	s.recoveredAll = true
+	if m := mark(s); m != end {
+		t.Fatalf("mark %d, want the CommitLog end %d", m, end)
+	}
+	s.inflight[3] = end - 10
+	if m := mark(s); m != end-10 {
+		t.Fatalf("mark %d with a delivery in flight from %d", m, end-10)
+	}
+}
+
+// endStore is a store whose CommitLog ends at end; the mark reads nothing
+// else of it.
+type endStore struct {
+	store.MessageStore
+	end int64
+}
+
+func (s endStore) MaxPhyOffset() int64 { return s.end }
