@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"internal/store":       {"internal/corrupt", "message", "internal/vfs", "internal/clock", "internal/store/index", "internal/store/stats"},
 	"internal/timer":       {"internal/corrupt", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
 	"internal/namesrv":     {"remoting", "remoting/transport", "internal/clock"},
+	"internal/auth":        {"internal/corrupt", "internal/vfs", "remoting"},
 	"internal/broker":      {"*"},
 	"internal/testkit":     {"*"},
 	"internal/layering":    {},
