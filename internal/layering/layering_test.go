@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"internal/timer":       {"internal/corrupt", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
 	"internal/namesrv":     {"remoting", "remoting/transport", "internal/clock"},
 	"internal/auth":        {"internal/corrupt", "internal/vfs", "remoting"},
+	"internal/auth/aclv1":  {"internal/auth", "remoting"},
 	"internal/broker":      {"*"},
 	"internal/testkit":     {"*"},
 	"internal/layering":    {},
