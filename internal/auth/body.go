@@ -171,6 +171,9 @@ func InfoToACL(info AclInfo, subject string) (ACL, error) {
 		}
 		a.Merge([]Policy{p})
 	}
+	if len(a.Policies) == 0 {
+		return ACL{}, fmt.Errorf("%w: the policies of %s have no entries", ErrInvalid, info.Subject)
+	}
 	return a, nil
 }
 

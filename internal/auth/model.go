@@ -150,11 +150,19 @@ func ParseResource(key string) (Resource, error) {
 	if rt == "" {
 		return Resource{}, fmt.Errorf("%w: resource type of %q", ErrInvalid, key)
 	}
+	if rt == AnyType {
+		// RocketMQ matches an Any resource of any name against everything.
+		return Resource{Type: AnyType, Pattern: AnyPattern}, nil
+	}
 	switch {
 	case name == "*":
 		return Resource{Type: rt, Pattern: AnyPattern}, nil
 	case strings.HasSuffix(name, "*"):
-		return Resource{Type: rt, Name: name[:strings.IndexByte(name, '*')], Pattern: Prefixed}, nil
+		prefix := name[:strings.IndexByte(name, '*')]
+		if prefix == "" { // "Type:**" matches what "Type:*" does
+			return Resource{Type: rt, Pattern: AnyPattern}, nil
+		}
+		return Resource{Type: rt, Name: prefix, Pattern: Prefixed}, nil
 	}
 	return Resource{Type: rt, Name: name, Pattern: Literal}, nil
 }
