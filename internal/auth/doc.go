@@ -34,6 +34,15 @@
 // entry of the user's Custom policy (else of its Default policy) decides,
 // Deny winning between equally specific entries.
 //
+// # Gate
+//
+// Gate is the whole decision for one request, as the broker and the name
+// server will call it: Settings (RocketMQ 5.3's authenticationEnabled,
+// authenticationWhitelist, authorizationEnabled, authorizationWhitelist,
+// the user of innerClientAuthenticationCredentials), a Directory of users
+// and ACLs, the request's code, ext fields, body and version, and the
+// source address in; allowed, or the NO_PERMISSION remark, out.
+//
 // # Store
 //
 // Users and ACLs live in two files of one directory, users.json and
