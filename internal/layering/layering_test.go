@@ -35,6 +35,8 @@ var allowed = map[string][]string{
 	"internal/clients":           {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/transaction":       {"internal/metadata", "internal/store", "message"},
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
+	"internal/auth":              {"internal/corrupt", "internal/vfs", "remoting"},
+	"internal/auth/aclv1":        {"internal/auth", "remoting"},
 	"internal/broker":            {"*"},
 	"internal/testkit":           {"internal/clock", "internal/store"},
 	"internal/testkit/brokerkit": {"*"},

@@ -1,0 +1,84 @@
+package auth
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/spoolmq/spool/internal/vfs"
+)
+
+// FuzzAclInfo: a body either fails with ErrInvalid or gives an ACL that
+// encodes to a body that decodes to the same ACL.
+func FuzzAclInfo(f *testing.F) {
+	f.Add([]byte(aclJSON))
+	f.Add([]byte(`{"subject":"User:a","policies":[{"entries":[{"resource":"Any:x","actions":["any"],"decision":"deny"}]}]}`))
+	f.Add([]byte(`{"subject":"User:a","policies":[{"entries":[{"resource":"Topic:a*b*","actions":["Pub"],"decision":"Allow","sourceIps":["::1/128"]}]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		info, err := DecodeAclInfo(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("decode: %v", err)
+			}
+			return
+		}
+		a, err := InfoToACL(info, "User:h")
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("convert: %v", err)
+			}
+			return
+		}
+		out, err := json.Marshal(ACLToInfo(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		info2, err := DecodeAclInfo(out)
+		if err != nil {
+			t.Fatalf("re-decode %s: %v", out, err)
+		}
+		b2, err := InfoToACL(info2, "")
+		if err != nil || !reflect.DeepEqual(a, b2) {
+			t.Fatalf("round trip\n %+v\n %+v %v", a, b2, err)
+		}
+	})
+}
+
+// FuzzStoreFile: any bytes in a store file open or fail with a
+// corruption error; nothing panics.
+func FuzzStoreFile(f *testing.F) {
+	f.Add([]byte(`{"crc32":0,"data":[]}`), true)
+	f.Add([]byte(`{"crc32":1,"data":[]}`), false)
+	f.Add([]byte{0, 1, 2}, true)
+	f.Fuzz(func(t *testing.T, b []byte, users bool) {
+		m := vfs.NewMemFS()
+		if err := m.MkdirAll("/s", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		name := ACLsFile
+		if users {
+			name = UsersFile
+		}
+		if err := vfs.WriteFileAtomic(m, filepath.Join("/s", name), b, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenStore(m, "/s"); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("open: %v", err)
+		}
+	})
+}
+
+// FuzzRequirements: any body of a body-reading code gives requirements
+// or ErrInvalid.
+func FuzzRequirements(f *testing.F) {
+	f.Add(int32(34), []byte(`{"consumerDataSet":[{"groupName":"G","subscriptionDataSet":[{"topic":"A"}]}]}`))
+	f.Add(int32(41), []byte(`{"consumerGroup":"G","mqSet":[{"topic":"%RETRY%G"}]}`))
+	f.Add(int32(200), []byte(`{"groupName":"G"}`))
+	f.Fuzz(func(t *testing.T, code int32, body []byte) {
+		if _, _, err := Requirements(code, map[string]string{"topic": string(body)}, body, "c"); err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%v", err)
+		}
+	})
+}
