@@ -12,12 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/clients"
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
+	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -81,7 +82,7 @@ type Broker struct {
 	longPoll  *longPollService
 	registrar *registrar
 	schedule  *schedule.Service
-	txCheck   *transactionCheckService
+	txCheck   transactionService
 	timers    *timer.Service // nil when timerWheelEnable is off
 	stats     *brokerStats
 	flow      *flowControl
@@ -182,7 +183,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		b.store = st
 	}
 	b.longPoll = newLongPollService(b)
-	b.txCheck = newTransactionCheckService(b)
+	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
 	b.flow = newFlowControl(b)
 	b.server = transport.NewServer(transport.ServerConfig{
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
@@ -302,7 +303,7 @@ func (b *Broker) Start() error {
 	b.background(b.registrar.run)
 	b.background(b.registrar.runTopicChanges)
 	b.schedule.Start()
-	b.txCheck.start()
+	b.txCheck.Start()
 	b.logger.Info("broker started", "addr", b.addr, "vip", b.vipAddr, "name", cfg.BrokerName,
 		"cluster", cfg.BrokerClusterName, "namesrv", cfg.NamesrvAddr)
 	return nil
@@ -357,7 +358,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	var errs []error
 	b.schedule.Stop()
-	b.txCheck.stop()
+	b.txCheck.Stop()
 	b.longPoll.shutdown()
 	if err := b.inflight.wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("waiting for in-flight requests: %w", err))

@@ -84,8 +84,9 @@
 // Pending halves are indexed in memory (half offset -> CommitLog offset,
 // size, born and store time, check count, producer group) from the put path
 // and, after a start, from the snapshot plus a rebuild that reads the half
-// and op records stored after it (or, without a snapshot, from the floors). The check service reads a half record only to check it or
-// give it up, on its own goroutine, within transactionCheckReadMsgsPerSecond
+// and op records stored after it (or, without a snapshot, from the floors).
+// The check service (internal/transaction) reads a half record only to
+// check it or give it up, on its own goroutine, within transactionCheckReadMsgsPerSecond
 // and transactionCheckReadBytesPerSecond (the rebuild shares the budget);
 // a check attempt for a group without a live producer connection reads
 // nothing:

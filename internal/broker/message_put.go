@@ -35,7 +35,7 @@ func (b *Broker) putMessage(m *message.Inner, done func(store.PutResult)) error 
 
 // putHalf stores a half message and indexes it before done runs.
 func (b *Broker) putHalf(m *message.Inner, done func(store.PutResult)) {
-	idx := b.txCheck.idx
+	idx := b.txCheck.Index()
 	id := idx.BeginPut(b.store.MaxOffsetInQueue(topicTransHalf, 0), b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
 	b.store.PutMessage(m, func(r store.PutResult) {
 		if r.Status == store.PutOK || r.Status == store.FlushDiskTimeout {

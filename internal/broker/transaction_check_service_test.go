@@ -191,7 +191,7 @@ func TestTransactionCheckNoProducerNoRead(t *testing.T) {
 	}
 	// Each round counted as an attempt, as RocketMQ counts them; at
 	// transactionCheckMax attempts a half is given up, which reads it once.
-	if h, _ := e.b.txCheck.idx.Get(0); h.Checks != 3 {
+	if h, _ := e.b.txCheck.Index().Get(0); h.Checks != 3 {
 		t.Fatalf("attempts counted: %d", h.Checks)
 	}
 	// 256 attempts to an op record: 4 records a round.
@@ -214,7 +214,7 @@ func TestTransactionCheckNoProducerNoRead(t *testing.T) {
 		t.Fatalf("rebuild: %+v", s)
 	}
 	for _, q := range []int64{0, 500, 999} {
-		if h, ok := e.b.txCheck.idx.Get(q); !ok || h.Checks != 3 {
+		if h, ok := e.b.txCheck.Index().Get(q); !ok || h.Checks != 3 {
 			t.Fatalf("half %d after restart: %+v %v", q, h, ok)
 		}
 	}
@@ -280,12 +280,12 @@ func TestTransactionCheckCountsSurviveRestart(t *testing.T) {
 			t.Fatalf("after restart (snapshot %v): %+v", fromSnapshot, s)
 		}
 		for i := range 3 {
-			h, ok := e.b.txCheck.idx.Get(res[i].QueueOffset)
+			h, ok := e.b.txCheck.Index().Get(res[i].QueueOffset)
 			if !ok || h.Checks != 2 || h.Group != "rpg" || h.Phy != res[i].WroteOffset {
 				t.Fatalf("half %d after restart: %+v %v", i, h, ok)
 			}
 		}
-		if _, ok := e.b.txCheck.idx.Get(res[3].QueueOffset); ok {
+		if _, ok := e.b.txCheck.Index().Get(res[3].QueueOffset); ok {
 			t.Fatal("the rolled-back half is pending again")
 		}
 	}

@@ -122,7 +122,7 @@ func TestTransactionKill9(t *testing.T) {
 		t.Fatalf("after kill -9: %+v", s)
 	}
 	for q, phy := range halves {
-		h, ok := e.b.txCheck.idx.Get(q)
+		h, ok := e.b.txCheck.Index().Get(q)
 		if rolledBack[q] {
 			if ok {
 				t.Errorf("rolled-back half %d pending again", q)

@@ -38,18 +38,16 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	if state == message.TransactionRollbackType {
 		// A rollback of an indexed half needs no read: the index knows
 		// its group and offsets.
-		if h, ok := b.txCheck.idx.Get(tranOffset); ok && h.Phy == clOffset && h.Group == group &&
+		if h, ok := b.txCheck.Index().Get(tranOffset); ok && h.Phy == clOffset && h.Group == group &&
 			(fromCheck || h.ImmunityMs == 0) {
-			b.putTransactionOp(tranOffset, func(code int32, remark string) {
+			b.txCheck.PutOp(tranOffset, func(code int32, remark string) {
 				b.replyLater(c, req, response(req, code, remark))
 			})
 			return nil
 		}
 	}
-	rec, cached := b.txCheck.cache.Take(clOffset)
-	if cached {
-		b.txCheck.endReadsSaved.Add(1)
-	} else {
+	rec, cached := b.txCheck.TakeChecked(clOffset)
+	if !cached {
 		var err error
 		if rec, err = b.store.LookMessageByOffset(clOffset); err != nil {
 			return response(req, remoting.SystemError, fmt.Sprintf("Find prepared transaction message failed: %v", err))
@@ -78,7 +76,7 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 			"the half message is older than its CHECK_IMMUNITY_TIME_IN_SECONDS (%d ms); only an answer to a check may end it", ms))
 	}
 	if state == message.TransactionRollbackType {
-		b.putTransactionOp(ext.QueueOffset, func(code int32, remark string) {
+		b.txCheck.PutOp(ext.QueueOffset, func(code int32, remark string) {
 			b.replyLater(c, req, response(req, code, remark))
 		})
 		return nil
@@ -109,7 +107,7 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 			b.replyLater(c, req, response(req, code, remark))
 			return
 		}
-		b.putTransactionOp(ext.QueueOffset, func(code int32, remark string) {
+		b.txCheck.PutOp(ext.QueueOffset, func(code int32, remark string) {
 			b.replyLater(c, req, response(req, code, remark))
 		})
 	})
@@ -119,44 +117,23 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	return nil
 }
 
-// putTransactionOp records that the half message at halfOffset is
-// resolved, drops it from the index, then calls done with the answer's
-// code.
-func (b *Broker) putTransactionOp(halfOffset int64, done func(code int32, remark string)) {
-	b.putTransactionOpTag(transOpDone, strconv.FormatInt(halfOffset, 10), func(code int32, remark string) {
-		if code == remoting.Success {
-			b.txCheck.idx.Resolve(halfOffset)
-		}
-		done(code, remark)
-	})
+// transactionService is what the broker uses of the transaction check
+// service (internal/transaction): the half put and END_TRANSACTION keep
+// its index current and write their op records through it.
+type transactionService interface {
+	Start()
+	Stop()
+	Stats() transaction.Stats
+	// Index is the pending-half index.
+	Index() *transaction.Index
+	// TakeChecked returns the half record a check has just read, if any.
+	TakeChecked(commitLogOffset int64) ([]byte, bool)
+	// PutOp records a half as resolved, then calls done with the code.
+	PutOp(halfOffset int64, done func(code int32, remark string))
 }
 
-// putTransactionOpTag appends an op record and calls done with the code:
-// tag transOpDone with body "<half queue offset>", or transOpCheck with
-// body "<half queue offset>:<attempts>[,<half queue offset>:<attempts>...]".
-func (b *Broker) putTransactionOpTag(tag, body string, done func(code int32, remark string)) {
-	props := map[string]string{message.PropertyTags: tag}
-	m := &message.Inner{
-		Topic:            topicTransOpHalf,
-		QueueID:          0,
-		Body:             []byte(body),
-		Properties:       props,
-		PropertiesString: message.EncodeProperties(props),
-		BornTimestamp:    nowMillis(),
-		BornHost:         b.storeHost,
-		StoreHost:        b.storeHost,
-		TagsCode:         message.TagsHashCode(tag),
-	}
-	// Until done has run (and resolved the half) the op counts as in
-	// flight, so an index snapshot taken meanwhile replays it.
-	idx := b.txCheck.idx
-	id := idx.BeginOp(b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
-	b.store.PutMessage(m, func(r store.PutResult) {
-		code, remark := putStatusCode(r)
-		if code == remoting.FlushDiskTimeout {
-			code = remoting.Success
-		}
-		done(code, remark)
-		idx.EndOp(id)
-	})
-}
+// TransactionStats are the transaction check service's counters.
+type TransactionStats = transaction.Stats
+
+// TransactionStats returns the transaction check service's counters.
+func (b *Broker) TransactionStats() TransactionStats { return b.txCheck.Stats() }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/schedule"
+	"github.com/spoolmq/spool/internal/transaction"
+	"github.com/spoolmq/spool/message"
 )
 
 // scheduleQueueNums is the number of SCHEDULE_TOPIC_XXXX queues: one per
@@ -67,5 +69,46 @@ func scheduleDeps(b *Broker, path string) schedule.Deps {
 			return schedule.Budget{Wait: rb.wait, Charge: rb.charge}
 		},
 		Logger: b.logger,
+	}
+}
+
+// transactionDeps is what the broker gives the transaction check service.
+func transactionDeps(b *Broker, indexPath string) transaction.Deps {
+	rb := newReadBudget(b.clock)
+	return transaction.Deps{
+		Store:   b.store,
+		Offsets: b.offsets,
+		Producer: func(group string) transaction.Conn {
+			if c := b.producers.AnyConn(group); c != nil {
+				return c
+			}
+			return nil // not a nil *transport.Conn in the interface
+		},
+		EnsureTopic: func(topic string) {
+			if b.topics.Find(topic) == nil {
+				b.topics.CreateInSendBack(topic, 1, metadata.PermRead|metadata.PermWrite, 0)
+			}
+		},
+		WaitDispatch: func(quit <-chan struct{}) bool { return schedule.WaitStoreDispatch(b.store, quit) },
+		PutCode:      putStatusCode,
+		StoreHost:    func() message.Addr { return b.storeHost },
+		Config: func() transaction.Config {
+			cfg := b.config()
+			return transaction.Config{
+				TimeoutMs:          cfg.TransactionTimeOut,
+				CheckMax:           cfg.TransactionCheckMax,
+				IntervalMs:         cfg.TransactionCheckInterval,
+				ReadMsgsPerSecond:  cfg.TransactionCheckReadMsgsPerSecond,
+				ReadBytesPerSecond: cfg.TransactionCheckReadBytesPerSecond,
+				BrokerName:         cfg.BrokerName,
+			}
+		},
+		Clock:         b.clock,
+		Budget:        transaction.Budget{Wait: rb.wait, Charge: rb.charge},
+		HalfTopic:     topicTransHalf,
+		OpTopic:       topicTransOpHalf,
+		CheckMaxTopic: topicTransCheckMax,
+		IndexPath:     indexPath,
+		Logger:        b.logger,
 	}
 }

@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"internal/namesrv":           {"remoting", "remoting/transport", "internal/clock"},
 	"internal/metadata":          {},
 	"internal/clients":           {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
-	"internal/transaction":       {"internal/metadata", "internal/store", "message"},
+	"internal/transaction":       {"internal/clock", "internal/metadata", "internal/store", "message", "remoting"},
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
 	"internal/auth":              {"internal/corrupt", "internal/vfs", "remoting"},
 	"internal/auth/aclv1":        {"internal/auth", "remoting"},

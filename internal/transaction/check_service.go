@@ -1,8 +1,8 @@
-package broker
+package transaction
 
 import (
+	"log/slog"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -10,27 +10,25 @@ import (
 
 	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/metadata"
-	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
-	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
 
 const (
-	// transGroup keeps the check service's floors in the consumer offset
+	// checkGroup keeps the check service's floors in the consumer offset
 	// table (RocketMQ's CID_RMQ_SYS_TRANS).
-	transGroup = "CID_RMQ_SYS_TRANS"
+	checkGroup = "CID_RMQ_SYS_TRANS"
 	// Op record tags: "d" = the half is resolved (commit, rollback or
 	// given up), "c" = one check was sent.
-	transOpDone  = "d"
-	transOpCheck = "c"
-	// transOpBatch is the most check attempts one "c" op record carries.
-	transOpBatch = 256
+	opDone  = "d"
+	opCheck = "c"
+	// opBatch is the most check attempts one "c" op record carries.
+	opBatch = 256
 )
 
-// TransactionStats are the transaction check service's counters.
-type TransactionStats struct {
+// Stats are the transaction check service's counters.
+type Stats struct {
 	// PendingHalves is the number of unresolved half messages indexed.
 	PendingHalves int64
 	// ChecksSent counts CHECK_TRANSACTION_STATE requests sent.
@@ -59,10 +57,9 @@ type TransactionStats struct {
 	Rebuilding bool
 }
 
-// TransactionStats returns the transaction check service's counters.
-func (b *Broker) TransactionStats() TransactionStats {
-	s := b.txCheck
-	return TransactionStats{
+// Stats returns the service's counters.
+func (s *CheckService) Stats() Stats {
+	return Stats{
 		PendingHalves:     int64(s.idx.Len()),
 		ChecksSent:        s.checksSent.Load(),
 		CheckReads:        s.checkReads.Load(),
@@ -77,8 +74,8 @@ func (b *Broker) TransactionStats() TransactionStats {
 	}
 }
 
-// transactionCheckService asks producers about half messages left
-// unresolved. It works from the in-memory transactionIndex, so choosing
+// CheckService asks producers about half messages left unresolved. It
+// works from the in-memory Index, so choosing
 // what to check reads nothing; the only reads are the half records a check
 // or a give-up needs, and the rebuild after a start, all on this service's
 // goroutine and within transactionCheckReadMsgsPerSecond /
@@ -95,18 +92,16 @@ func (b *Broker) TransactionStats() TransactionStats {
 // to TRANS_CHECK_MAX_TIME_TOPIC and resolved. Unlike RocketMQ, the half is
 // not appended again for every check: the check refers to the original
 // record, so END_TRANSACTION answers it directly.
-type transactionCheckService struct {
-	b      *Broker
-	idx    *transaction.Index
-	cache  *transaction.CheckedCache // records just read for checks, for the answering END_TRANSACTION
-	clock  clock.Clock
-	budget *readBudget
+type CheckService struct {
+	d     Deps
+	idx   *Index
+	cache *CheckedCache // records just read for checks, for the answering END_TRANSACTION
+	clock clock.Clock
 
 	quit    chan struct{}
 	done    chan struct{}
 	started bool
 
-	indexPath    string // config/transactionIndex.json
 	savedVersion uint64 // index version of the last snapshot written
 	saved        bool
 	// savedHalfFrom and savedOpFrom are the last snapshot's start offsets.
@@ -116,21 +111,39 @@ type transactionCheckService struct {
 	rebuildReads, rebuildReadBytes, endReadsSaved atomic.Int64
 }
 
-func newTransactionCheckService(b *Broker) *transactionCheckService {
-	s := &transactionCheckService{b: b, idx: transaction.NewIndex(), cache: transaction.NewCheckedCache(transaction.CheckedCacheBytes),
-		quit: make(chan struct{}), done: make(chan struct{}),
-		indexPath: filepath.Join(b.storeConfig().StorePathRootDir, "config", "transactionIndex.json")}
-	s.clock = b.clock
-	s.budget = newReadBudget(b.clock)
-	return s
+// NewCheckService builds the check service over an empty index; Start
+// rebuilds the index and runs the rounds.
+func NewCheckService(d Deps) *CheckService {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &CheckService{d: d, idx: NewIndex(), cache: NewCheckedCache(CheckedCacheBytes), clock: clock.Or(d.Clock),
+		quit: make(chan struct{}), done: make(chan struct{})}
 }
 
-func (s *transactionCheckService) start() {
+// Index is the pending-half index the service decides from (the half put
+// and END_TRANSACTION keep it current).
+func (s *CheckService) Index() *Index { return s.idx }
+
+// TakeChecked returns, and drops, the half record at phy if a check has
+// just read it, so END_TRANSACTION need not read it again.
+func (s *CheckService) TakeChecked(phy int64) ([]byte, bool) {
+	rec, ok := s.cache.Take(phy)
+	if ok {
+		s.endReadsSaved.Add(1)
+	}
+	return rec, ok
+}
+
+// Start rebuilds the index and runs the check rounds on a goroutine of
+// the service.
+func (s *CheckService) Start() {
 	s.started = true
 	go s.run()
 }
 
-func (s *transactionCheckService) stop() {
+// Stop ends the rounds and writes the floors and the index snapshot.
+func (s *CheckService) Stop() {
 	select {
 	case <-s.quit:
 	default:
@@ -143,12 +156,12 @@ func (s *transactionCheckService) stop() {
 	}
 }
 
-func (s *transactionCheckService) rates() (int64, int64) {
-	cfg := s.b.config()
-	return cfg.TransactionCheckReadMsgsPerSecond, cfg.TransactionCheckReadBytesPerSecond
+func (s *CheckService) rates() (int64, int64) {
+	cfg := s.d.Config()
+	return cfg.ReadMsgsPerSecond, cfg.ReadBytesPerSecond
 }
 
-func (s *transactionCheckService) run() {
+func (s *CheckService) run() {
 	defer close(s.done)
 	if !s.rebuild() {
 		return
@@ -157,7 +170,7 @@ func (s *transactionCheckService) run() {
 	s.saveIndex()
 	last := s.clock.Now()
 	for {
-		interval := millis(max(s.b.config().TransactionCheckInterval, 10))
+		interval := time.Duration(max(s.d.Config().IntervalMs, 10)) * time.Millisecond
 		if wait := last.Add(interval).Sub(s.clock.Now()); wait > 0 {
 			// Waiting in slices of at most a second lets a live change of
 			// transactionCheckInterval apply soon.
@@ -178,8 +191,8 @@ func (s *transactionCheckService) run() {
 // saveIndex writes the index snapshot when it or the offsets a rebuild
 // would start from changed since the last one (on this service's
 // goroutine, or at stop after it ended).
-func (s *transactionCheckService) saveIndex() {
-	opEnd := s.b.store.MaxOffsetInQueue(topicTransOpHalf, 0)
+func (s *CheckService) saveIndex() {
+	opEnd := s.d.Store.MaxOffsetInQueue(s.d.OpTopic, 0)
 	if s.saved && !s.idx.ChangedSince(s.savedVersion) {
 		if half, op := s.idx.Starts(opEnd); half == s.savedHalfFrom && op == s.savedOpFrom {
 			return
@@ -189,12 +202,12 @@ func (s *transactionCheckService) saveIndex() {
 	if !ok {
 		return
 	}
-	data, err := transaction.EncodeIndex(hs, halfFrom, opFrom)
+	data, err := EncodeIndex(hs, halfFrom, opFrom)
 	if err == nil {
-		err = metadata.WriteFileAtomic(s.indexPath, data)
+		err = metadata.WriteFileAtomic(s.d.IndexPath, data)
 	}
 	if err != nil {
-		s.b.logger.Error("transaction index: write snapshot", "file", s.indexPath, "err", err)
+		s.d.Logger.Error("transaction index: write snapshot", "file", s.d.IndexPath, "err", err)
 		return
 	}
 	s.saved, s.savedVersion, s.savedHalfFrom, s.savedOpFrom = true, v, halfFrom, opFrom
@@ -202,32 +215,32 @@ func (s *transactionCheckService) saveIndex() {
 
 // persistFloors records in the consumer offset table where a rebuild
 // must start reading the half and op queues.
-func (s *transactionCheckService) persistFloors() {
+func (s *CheckService) persistFloors() {
 	if s.idx.IsRebuilding() {
 		return
 	}
-	half, op := s.idx.Floors(s.b.store.MaxOffsetInQueue(topicTransOpHalf, 0))
-	s.b.offsets.Commit(transGroup, topicTransHalf, 0, half)
-	s.b.offsets.Commit(transGroup, topicTransOpHalf, 0, op)
+	half, op := s.idx.Floors(s.d.Store.MaxOffsetInQueue(s.d.OpTopic, 0))
+	s.d.Offsets.Commit(checkGroup, s.d.HalfTopic, 0, half)
+	s.d.Offsets.Commit(checkGroup, s.d.OpTopic, 0, op)
 }
 
 // round checks every candidate once.
-func (s *transactionCheckService) round() {
-	cfg := s.b.config()
+func (s *CheckService) round() {
+	cfg := s.d.Config()
 	var attempts checkCounts // rounds without a producer, batched
 	defer attempts.flush(s)
-	for _, h := range s.idx.Candidates(s.clock.Now().UnixMilli(), cfg.TransactionTimeOut) {
+	for _, h := range s.idx.Candidates(s.clock.Now().UnixMilli(), cfg.TimeoutMs) {
 		select {
 		case <-s.quit:
 			return
 		default:
 		}
-		cfg = s.b.config()
-		conn := s.b.producers.AnyConn(h.Group)
+		cfg = s.d.Config()
+		conn := s.d.Producer(h.Group)
 		if conn == nil {
 			s.skippedNoProducer.Add(1)
 		}
-		step := planCheck(h, conn != nil, s.b.store.MinPhyOffset, cfg.TransactionCheckMax)
+		step := planCheck(h, conn != nil, s.d.Store.MinPhyOffset, cfg.CheckMax)
 		switch step {
 		case stepCount:
 			attempts.add(s, h.QueueOffset)
@@ -238,22 +251,22 @@ func (s *transactionCheckService) round() {
 			}
 			continue
 		}
-		if !s.budget.wait(int64(h.Size), s.rates, s.quit) {
+		if !s.d.Budget.Wait(int64(h.Size), s.rates, s.quit) {
 			return
 		}
 		if _, ok := s.idx.Get(h.QueueOffset); !ok {
 			continue // resolved while waiting for the budget
 		}
-		rec, err := s.b.store.LookMessageByOffset(h.Phy)
+		rec, err := s.d.Store.LookMessageByOffset(h.Phy)
 		s.checkReads.Add(1)
 		s.checkReadBytes.Add(int64(len(rec)))
 		if err != nil {
-			s.b.logger.Warn("transaction check: read half message", "offset", h.Phy, "err", err)
+			s.d.Logger.Warn("transaction check: read half message", "offset", h.Phy, "err", err)
 			continue
 		}
 		x, err := message.DecodeRecord(rec)
-		if err != nil || x.Topic != topicTransHalf || x.QueueOffset != h.QueueOffset {
-			s.b.logger.Error("transaction check: the indexed record is not the half message; dropped",
+		if err != nil || x.Topic != s.d.HalfTopic || x.QueueOffset != h.QueueOffset {
+			s.d.Logger.Error("transaction check: the indexed record is not the half message; dropped",
 				"offset", h.Phy, "queueOffset", h.QueueOffset, "err", err)
 			s.idx.Resolve(h.QueueOffset)
 			continue
@@ -266,45 +279,11 @@ func (s *transactionCheckService) round() {
 	}
 }
 
-// checkStep is what a round does with one candidate half.
-type checkStep int
-
-const (
-	// stepCount counts one check attempt and reads nothing: the half's
-	// group has no live producer connection and fewer than
-	// transactionCheckMax attempts.
-	stepCount checkStep = iota
-	// stepExpire drops the half: its record left the CommitLog.
-	stepExpire
-	// stepCheck reads the half and sends CHECK_TRANSACTION_STATE.
-	stepCheck
-	// stepGiveUp reads the half and moves it to TRANS_CHECK_MAX_TIME_TOPIC.
-	stepGiveUp
-)
-
-// planCheck decides a round's step for candidate h. As in RocketMQ a round
-// without a producer still counts as an attempt, so a half whose producer
-// is gone is given up after transactionCheckMax rounds (that move reads it
-// once). minPhy (the CommitLog's first offset) is read only when needed.
-func planCheck(h transaction.PendingHalf, hasProducer bool, minPhy func() int64, checkMax int) checkStep {
-	switch {
-	case !hasProducer && int(h.Checks) < checkMax:
-		return stepCount
-	case h.Phy < minPhy():
-		return stepExpire
-	case int(h.Checks) >= checkMax || !hasProducer:
-		return stepGiveUp
-	}
-	return stepCheck
-}
-
 // sendCheck sends CHECK_TRANSACTION_STATE for x and records the check.
-func (s *transactionCheckService) sendCheck(conn interface {
-	InvokeOneway(*remoting.Command) error
-}, rec []byte, x *message.Ext, h transaction.PendingHalf, cfg *Config) {
+func (s *CheckService) sendCheck(conn Conn, rec []byte, x *message.Ext, h PendingHalf, cfg Config) {
 	body, err := checkBody(x, h.Checks+1)
 	if err != nil {
-		s.b.logger.Warn("transaction check: encode check body", "err", err)
+		s.d.Logger.Warn("transaction check: encode check body", "err", err)
 		return
 	}
 	uniq := x.Properties[message.PropertyUniqClientMessageIDKeyIdx]
@@ -318,13 +297,13 @@ func (s *transactionCheckService) sendCheck(conn interface {
 		"msgId":                uniq,
 		"transactionId":        txID,
 		"offsetMsgId":          message.OffsetMsgID(x.StoreHost, x.PhysicalOffset),
-		"topic":                topicTransHalf,
+		"topic":                s.d.HalfTopic,
 		"bname":                cfg.BrokerName,
 	}, body)
 	req.Flag |= remoting.FlagOneway
 	s.cache.Put(x.PhysicalOffset, rec)
 	if err := conn.InvokeOneway(req); err != nil {
-		s.b.logger.Debug("transaction check: send", "group", h.Group, "err", err)
+		s.d.Logger.Debug("transaction check: send", "group", h.Group, "err", err)
 		return
 	}
 	s.checksSent.Add(1)
@@ -333,36 +312,36 @@ func (s *transactionCheckService) sendCheck(conn interface {
 
 // countCheck adds one to a half's check count and records it in an op
 // record (no read).
-func (s *transactionCheckService) countCheck(queueOffset int64) {
+func (s *CheckService) countCheck(queueOffset int64) {
 	var b checkCounts
 	b.add(s, queueOffset)
 	b.flush(s)
 }
 
 // checkCounts batches check attempts into op records of up to
-// transOpBatch entries.
+// opBatch entries.
 type checkCounts struct{ items []string }
 
 // add counts one attempt for a half and flushes a full batch.
-func (c *checkCounts) add(s *transactionCheckService, queueOffset int64) {
+func (c *checkCounts) add(s *CheckService, queueOffset int64) {
 	n := s.idx.AddCheck(queueOffset)
 	if n == 0 {
 		return
 	}
 	c.items = append(c.items, strconv.FormatInt(queueOffset, 10)+":"+strconv.Itoa(int(n)))
-	if len(c.items) >= transOpBatch {
+	if len(c.items) >= opBatch {
 		c.flush(s)
 	}
 }
 
 // flush appends the pending attempts as one op record.
-func (c *checkCounts) flush(s *transactionCheckService) {
+func (c *checkCounts) flush(s *CheckService) {
 	if len(c.items) == 0 {
 		return
 	}
-	s.b.putTransactionOpTag(transOpCheck, strings.Join(c.items, ","), func(code int32, remark string) {
+	s.putOpTag(opCheck, strings.Join(c.items, ","), func(code int32, remark string) {
 		if code != remoting.Success {
-			s.b.logger.Warn("transaction check: record check counts", "code", code, "remark", remark)
+			s.d.Logger.Warn("transaction check: record check counts", "code", code, "remark", remark)
 		}
 	})
 	c.items = c.items[:0]
@@ -370,21 +349,19 @@ func (c *checkCounts) flush(s *transactionCheckService) {
 
 // giveUp moves a half checked transactionCheckMax times to
 // TRANS_CHECK_MAX_TIME_TOPIC and resolves it.
-func (s *transactionCheckService) giveUp(x *message.Ext, h transaction.PendingHalf) {
+func (s *CheckService) giveUp(x *message.Ext, h PendingHalf) {
 	m := x.ToInner()
-	m.Topic = topicTransCheckMax
+	m.Topic = s.d.CheckMaxTopic
 	m.QueueID = 0
-	m.StoreHost = s.b.storeHost
+	m.StoreHost = s.d.StoreHost()
 	m.Properties[message.PropertyTransactionCheckTimes] = strconv.Itoa(int(h.Checks))
 	m.PropertiesString = message.EncodeProperties(m.Properties)
-	if s.b.topics.Find(topicTransCheckMax) == nil {
-		s.b.topics.CreateInSendBack(topicTransCheckMax, 1, metadata.PermRead|metadata.PermWrite, 0)
-	}
+	s.d.EnsureTopic(s.d.CheckMaxTopic)
 	if _, ok := s.put(m); !ok {
 		return
 	}
 	done := make(chan int32, 1)
-	s.b.putTransactionOp(h.QueueOffset, func(code int32, _ string) { done <- code })
+	s.PutOp(h.QueueOffset, func(code int32, _ string) { done <- code })
 	select {
 	case code := <-done:
 		if code != remoting.Success {
@@ -394,14 +371,14 @@ func (s *transactionCheckService) giveUp(x *message.Ext, h transaction.PendingHa
 		return
 	}
 	s.givenUp.Add(1)
-	s.b.logger.Info("transaction check: half message given up after transactionCheckMax checks",
+	s.d.Logger.Info("transaction check: half message given up after transactionCheckMax checks",
 		"msgId", x.Properties[message.PropertyUniqClientMessageIDKeyIdx], "group", h.Group, "checks", h.Checks)
 }
 
 // put stores m and waits for the outcome.
-func (s *transactionCheckService) put(m *message.Inner) (store.PutResult, bool) {
+func (s *CheckService) put(m *message.Inner) (store.PutResult, bool) {
 	ch := make(chan store.PutResult, 1)
-	s.b.store.PutMessage(m, func(r store.PutResult) { ch <- r })
+	s.d.Store.PutMessage(m, func(r store.PutResult) { ch <- r })
 	var r store.PutResult
 	select {
 	case r = <-ch:
@@ -409,7 +386,7 @@ func (s *transactionCheckService) put(m *message.Inner) (store.PutResult, bool) 
 		return r, false
 	}
 	if r.Status != store.PutOK && r.Status != store.FlushDiskTimeout {
-		s.b.logger.Warn("transaction check: store", "topic", m.Topic, "status", int(r.Status), "remark", r.Remark)
+		s.d.Logger.Warn("transaction check: store", "topic", m.Topic, "status", int(r.Status), "remark", r.Remark)
 		return r, false
 	}
 	return r, true
@@ -418,22 +395,22 @@ func (s *transactionCheckService) put(m *message.Inner) (store.PutResult, bool) 
 // rebuild fills the index from the half and op queues, from the floors
 // persisted in the consumer offset table, within the read budget. It
 // reports false when stopped first.
-func (s *transactionCheckService) rebuild() bool {
-	st := s.b.store
+func (s *CheckService) rebuild() bool {
+	st := s.d.Store
 	// Let the store dispatch what its recovery found, so both queues are
 	// complete up to the moment the broker started.
-	if !schedule.WaitStoreDispatch(st, s.quit) {
+	if !s.d.WaitDispatch(s.quit) {
 		return false
 	}
-	halfFrom := s.b.offsets.Query(transGroup, topicTransHalf, 0)
-	opFrom := s.b.offsets.Query(transGroup, topicTransOpHalf, 0)
-	halfEnd := st.MaxOffsetInQueue(topicTransHalf, 0)
-	opEnd := st.MaxOffsetInQueue(topicTransOpHalf, 0)
+	halfFrom := s.d.Offsets.Query(checkGroup, s.d.HalfTopic, 0)
+	opFrom := s.d.Offsets.Query(checkGroup, s.d.OpTopic, 0)
+	halfEnd := st.MaxOffsetInQueue(s.d.HalfTopic, 0)
+	opEnd := st.MaxOffsetInQueue(s.d.OpTopic, 0)
 	// The snapshot, when there is a readable one, saves reading what it
 	// holds; entries the store no longer has (a lost tail) are dropped.
-	doc, hs, err := transaction.LoadIndex(s.indexPath)
+	doc, hs, err := LoadIndex(s.d.IndexPath)
 	if err != nil {
-		s.b.logger.Warn("transaction index: snapshot ignored, rebuilding from the floors", "err", err)
+		s.d.Logger.Warn("transaction index: snapshot ignored, rebuilding from the floors", "err", err)
 	}
 	snapshotHalves := 0
 	if doc != nil {
@@ -447,16 +424,16 @@ func (s *transactionCheckService) rebuild() bool {
 			}
 		}
 	}
-	halfFrom = max(halfFrom, st.MinOffsetInQueue(topicTransHalf, 0), 0)
-	opFrom = max(opFrom, st.MinOffsetInQueue(topicTransOpHalf, 0), 0)
-	ok := s.scan(topicTransHalf, halfFrom, halfEnd, func(x *message.Ext) {
-		s.idx.Add(transaction.PendingFromRecord(x, opFrom))
+	halfFrom = max(halfFrom, st.MinOffsetInQueue(s.d.HalfTopic, 0), 0)
+	opFrom = max(opFrom, st.MinOffsetInQueue(s.d.OpTopic, 0), 0)
+	ok := s.scan(s.d.HalfTopic, halfFrom, halfEnd, func(x *message.Ext) {
+		s.idx.Add(PendingFromRecord(x, opFrom))
 	})
 	if !ok {
 		return false
 	}
-	ok = s.scan(topicTransOpHalf, opFrom, opEnd, func(x *message.Ext) {
-		check := x.Properties[message.PropertyTags] == transOpCheck
+	ok = s.scan(s.d.OpTopic, opFrom, opEnd, func(x *message.Ext) {
+		check := x.Properties[message.PropertyTags] == opCheck
 		for _, item := range strings.Split(string(x.Body), ",") {
 			qs, ns, _ := strings.Cut(item, ":")
 			q, err := strconv.ParseInt(qs, 10, 64)
@@ -474,7 +451,7 @@ func (s *transactionCheckService) rebuild() bool {
 		return false
 	}
 	s.idx.FinishRebuild(halfEnd)
-	s.b.logger.Info("transaction index rebuilt", "pending", s.idx.Len(), "fromSnapshot", snapshotHalves,
+	s.d.Logger.Info("transaction index rebuilt", "pending", s.idx.Len(), "fromSnapshot", snapshotHalves,
 		"halfFrom", halfFrom, "halfEnd", halfEnd,
 		"opFrom", opFrom, "opEnd", opEnd, "reads", s.rebuildReads.Load(), "bytes", s.rebuildReadBytes.Load())
 	return true
@@ -482,19 +459,19 @@ func (s *transactionCheckService) rebuild() bool {
 
 // scan reads queue 0 of topic over [from, end), one record per read
 // within the budget, and passes each decoded record to fn.
-func (s *transactionCheckService) scan(topic string, from, end int64, fn func(*message.Ext)) bool {
+func (s *CheckService) scan(topic string, from, end int64, fn func(*message.Ext)) bool {
 	for off := from; off < end; {
-		if !s.budget.wait(0, s.rates, s.quit) {
+		if !s.d.Budget.Wait(0, s.rates, s.quit) {
 			return false
 		}
-		res := s.b.store.GetMessage(transGroup, topic, 0, off, 1, math.MaxInt32, nil)
+		res := s.d.Store.GetMessage(checkGroup, topic, 0, off, 1, math.MaxInt32, nil)
 		if res == nil {
 			return true
 		}
 		s.rebuildReads.Add(1)
 		s.rebuildReadBytes.Add(int64(res.BufferTotalSize))
 		msgRate, byteRate := s.rates()
-		s.budget.charge(int64(res.BufferTotalSize), msgRate, byteRate)
+		s.d.Budget.Charge(int64(res.BufferTotalSize), msgRate, byteRate)
 		if res.Status != store.Found || len(res.Buffers) == 0 {
 			next := res.NextBeginOffset
 			res.Release()
@@ -507,7 +484,7 @@ func (s *transactionCheckService) scan(topic string, from, end int64, fn func(*m
 		for i, buf := range res.Buffers {
 			x, err := message.DecodeRecord(buf)
 			if err != nil {
-				s.b.logger.Error("transaction index: undecodable record skipped", "topic", topic,
+				s.d.Logger.Error("transaction index: undecodable record skipped", "topic", topic,
 					"offset", res.QueueOffsets[i], "err", err)
 				continue
 			}

@@ -1,4 +1,4 @@
-package broker
+package transaction
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/spoolmq/spool/internal/transaction"
 )
 
 // TestTransactionRoundScenarios runs the scenario files in testdata/txcheck:
@@ -22,7 +21,7 @@ import (
 //	pending               the halves still indexed
 func TestTransactionRoundScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/txcheck", func(t *testing.T, path string) {
-		idx := transaction.NewIndex()
+		idx := NewIndex()
 		idx.FinishRebuild(0)
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			num := func(key string, def int64) int64 {
@@ -53,7 +52,7 @@ func TestTransactionRoundScenarios(t *testing.T) {
 			case "half":
 				var group string
 				d.ScanArgs(t, "group", &group)
-				idx.Add(&transaction.PendingHalf{QueueOffset: num("q", 0), Phy: num("phy", 0), Size: 100, Born: num("born", 0),
+				idx.Add(&PendingHalf{QueueOffset: num("q", 0), Phy: num("phy", 0), Size: 100, Born: num("born", 0),
 					ImmunityMs: num("immunity", 0), Checks: int32(num("checks", 0)), Group: group})
 				return "ok"
 			case "round":
