@@ -226,6 +226,9 @@ func (e *Executor) runTask(t task) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
+			if _, ok := p.(contractError); ok {
+				panic(p)
+			}
 			if t.c.cfg.logger != nil {
 				t.c.cfg.logger.Error("remoting: resumed handler panic", "code", t.req.Code, "conn", t.c.cfg.id,
 					"panic", fmt.Sprint(p))
