@@ -87,9 +87,10 @@ type Broker struct {
 	stats     *brokerStats
 	flow      *flowControl
 
-	executors map[string]*transport.Executor
-	sendEx    *transport.Executor
-	pullEx    *transport.Executor
+	executors  map[string]*transport.Executor
+	sendEx     *transport.Executor
+	pullEx     *transport.Executor
+	litePullEx *transport.Executor
 
 	// Set at Start, read-only afterwards.
 	addr      string
@@ -100,13 +101,11 @@ type Broker struct {
 	delayLevels []time.Duration
 
 	cfgMu     sync.Mutex    // serializes live configuration updates
-	conns     sync.Map      // conn id -> *transport.Conn that sent requests
 	ready     chan struct{} // closed once addr and storeHost are set (or Start failed)
 	readyOnce sync.Once
 	state     atomic.Int32
 	stop      chan struct{}
 	bg        sync.WaitGroup
-	inflight  inflight
 }
 
 // New builds a broker: it loads the metadata files (topics, subscription
@@ -360,10 +359,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.schedule.Stop()
 	b.txCheck.Stop()
 	b.longPoll.shutdown()
-	if err := b.inflight.wait(ctx); err != nil {
+	if err := b.server.Drain(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("waiting for in-flight requests: %w", err))
 	}
-	b.drainConns(ctx)
 	if err := b.server.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close listeners: %w", err))
 	}
@@ -417,47 +415,4 @@ func advertisedIP(brokerIP1, bind string) string {
 		}
 	}
 	return "127.0.0.1"
-}
-
-// inflight counts requests that have been accepted but not yet answered,
-// so Shutdown can let them finish.
-type inflight struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{} // closed when n drops to 0 while someone waits
-}
-
-func (f *inflight) add() {
-	f.mu.Lock()
-	f.n++
-	f.mu.Unlock()
-}
-
-func (f *inflight) done() {
-	f.mu.Lock()
-	f.n--
-	if f.n == 0 && f.zero != nil {
-		close(f.zero)
-		f.zero = nil
-	}
-	f.mu.Unlock()
-}
-
-func (f *inflight) wait(ctx context.Context) error {
-	f.mu.Lock()
-	if f.n == 0 {
-		f.mu.Unlock()
-		return nil
-	}
-	if f.zero == nil {
-		f.zero = make(chan struct{})
-	}
-	ch := f.zero
-	f.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -9,16 +9,21 @@
 // command (cmd/spool) imports it, tests aside.
 //
 // Through its parts it owns the broker's config/ directory; it talks to
-// storage only through store.MessageStore. It must never: block a worker
-// on a flush (sends are
-// answered from the store's completion) or on a held pull (held pulls are
-// re-run on their own goroutine) or on a name server (a request that
+// storage only through store.MessageStore. It must never: block a worker on a flush (sends are
+// answered from the store's completion) or on a held pull (held pulls
+// wait on no worker and are re-run through their pull executor, within its
+// bounds) or on a name server (a request that
 // created a topic is answered from a goroutine once its registration is
 // acknowledged); write metadata files on a request path (a background
 // writer replaces them atomically; the topic journal is appended by the
 // registration worker); touch mapped files; or
 // read old messages in a background service outside a read budget (the
 // transaction check-back and the recovery scans are budgeted).
+//
+// It keeps no in-flight count of its own: a handler returns its answer as
+// a transport.Reply (a value, or the request's Responder completed once
+// later), and admission, in-flight accounting and draining are the
+// transport's.
 //
 // Metadata files, under storePathRootDir/config (RocketMQ's names and JSON
 // forms; each replaced by temp file + fsync + rename + fsync of the dir):

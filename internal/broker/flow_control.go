@@ -196,20 +196,20 @@ func (f *flowControl) afterColdRead(d coldDecision, res *store.GetResult) {
 	}
 }
 
-// holdColdPull answers a pull over the cold-read budget after wait, from
-// a timer goroutine (no worker waits): the pull runs again then, without
-// permission to be held again (an empty PULL_RETRY_IMMEDIATELY answer if
-// the budget is still spent).
-func (b *Broker) holdColdPull(c *transport.Conn, req *remoting.Command, h *pullHeader, wait time.Duration) {
+// holdColdPull answers a pull over the cold-read budget after wait (a
+// timer, no worker waits): the pull then runs again through its pull
+// executor, without permission to be held again (an empty
+// PULL_RETRY_IMMEDIATELY answer if the budget is still spent). A pull
+// whose connection closed meanwhile is not run: the transport released it.
+func (b *Broker) holdColdPull(r *transport.Responder, h *pullHeader, wait time.Duration) {
 	b.flow.coldHeld.Add(1)
 	time.AfterFunc(wait, func() {
 		select {
-		case <-c.Closed():
-			b.inflight.done()
+		case <-r.Conn().Closed():
 			return
 		default:
 		}
-		b.answerRerun(c, req, h)
+		b.resumePull(r, h)
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
@@ -16,8 +15,7 @@ const longPollRecheck = 5 * time.Second
 
 // heldPull is a pull request waiting for messages.
 type heldPull struct {
-	c    *transport.Conn
-	req  *remoting.Command
+	r    *transport.Responder
 	h    *pullHeader
 	done atomic.Bool // set by whoever answers it
 	// timeout answers the pull when its suspend time passes; set and
@@ -29,14 +27,14 @@ type heldPull struct {
 // longPollService holds pulls that found no message. A held pull is run
 // again (without permission to suspend) when the store dispatches a message
 // to its queue, when its timeout passes, at the periodic re-check if the
-// queue has grown, and at shutdown. Held pulls occupy no worker: the
-// re-run happens on a goroutine of its own.
+// queue has grown, and at shutdown. Held pulls occupy no worker while
+// held; the re-run goes through the pull executor (its workers and queue
+// bound), so a burst of wake-ups is bounded by it.
 type longPollService struct {
 	b      *Broker
 	mu     sync.Mutex
 	table  map[string][]*heldPull // "topic@queueId" -> held pulls
 	closed bool
-	wg     sync.WaitGroup // re-runs in progress
 }
 
 func newLongPollService(b *Broker) *longPollService {
@@ -105,23 +103,19 @@ func (s *longPollService) storeListLocked(key string, list []*heldPull) {
 	s.table[key] = list
 }
 
-// resume answers p once: the pull runs again on its own goroutine.
+// resume answers p once: the pull runs again through its pull executor.
+// A pull whose connection closed is not run: the transport released it.
 func (s *longPollService) resume(p *heldPull) {
 	if !p.done.CompareAndSwap(false, true) {
 		return
 	}
 	s.remove(p)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		select {
-		case <-p.c.Closed():
-			s.b.inflight.done()
-			return
-		default:
-		}
-		s.b.answerRerun(p.c, p.req, p.h)
-	}()
+	select {
+	case <-p.r.Conn().Closed():
+		return
+	default:
+	}
+	s.b.resumePull(p.r, p.h)
 }
 
 func (s *longPollService) remove(p *heldPull) {
@@ -172,7 +166,7 @@ func (s *longPollService) recheck() {
 		}
 		closed := false
 		select {
-		case <-p.c.Closed():
+		case <-p.r.Conn().Closed():
 			closed = true
 		default:
 		}
@@ -193,7 +187,9 @@ func (s *longPollService) held() int {
 	return n
 }
 
-// shutdown answers every held pull now and refuses to hold new ones.
+// shutdown answers every held pull now (their re-runs are queued on the
+// pull executors; the server's drain waits for their answers) and refuses
+// to hold new ones.
 func (s *longPollService) shutdown() {
 	s.mu.Lock()
 	s.closed = true
@@ -205,5 +201,4 @@ func (s *longPollService) shutdown() {
 	for _, p := range all {
 		s.resume(p)
 	}
-	s.wg.Wait()
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -9,13 +8,15 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// handlerFunc handles one request. It returns the response, nil when it
-// answers later through replyLater, or noResponse when it never answers.
+// handlerFunc handles one request and returns its response.
 type handlerFunc func(c *transport.Conn, req *remoting.Command) *remoting.Command
 
-// noResponse is returned by handlers that deliberately send no answer
-// (END_TRANSACTION with state "unknown").
-var noResponse = &remoting.Command{}
+// replyFunc handles one request that may be answered later: it returns a
+// response value, transport.Later with the request's responder (completed
+// through replyLater), or transport.NoReply (END_TRANSACTION with state
+// "unknown"). In-flight accounting, admission and draining are the
+// transport's.
+type replyFunc func(c *transport.Conn, req *remoting.Command) transport.Reply
 
 // registerProcessors maps request codes to handlers and executors, sized
 // from the thread-pool keys of the configuration.
@@ -37,7 +38,7 @@ func (b *Broker) registerProcessors() {
 	}
 	b.sendEx = ex("send", cfg.SendMessageThreadPoolNums, cfg.SendThreadPoolQueueCapacity, cfg.WaitTimeMillsInSendQueue)
 	b.pullEx = ex("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity, cfg.WaitTimeMillsInPullQueue)
-	litePull := ex("litePull", cfg.LitePullMessageThreadPoolNums, cfg.LitePullThreadPoolQueueCapacity, cfg.WaitTimeMillsInLitePullQueue)
+	b.litePullEx = ex("litePull", cfg.LitePullMessageThreadPoolNums, cfg.LitePullThreadPoolQueueCapacity, cfg.WaitTimeMillsInLitePullQueue)
 	query := ex("query", cfg.QueryMessageThreadPoolNums, cfg.QueryThreadPoolQueueCapacity, 0)
 	heartbeat := ex("heartbeat", cfg.HeartbeatThreadPoolNums, cfg.HeartbeatThreadPoolQueueCapacity, cfg.WaitTimeMillsInHeartbeatQueue)
 	client := ex("clientManage", cfg.ClientManageThreadPoolNums, cfg.ClientManagerThreadPoolQueueCapacity, 0)
@@ -45,17 +46,18 @@ func (b *Broker) registerProcessors() {
 	admin := ex("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity, 0)
 	endTx := ex("endTransaction", cfg.EndTransactionThreadPoolNums, cfg.EndTransactionPoolQueueCapacity, cfg.WaitTimeMillsInTransactionQueue)
 
-	reg := func(code int32, h handlerFunc, e *transport.Executor) { b.server.Register(code, b.wrap(h), e) }
+	regLater := func(code int32, h replyFunc, e *transport.Executor) { b.server.RegisterReply(code, b.wrap(h), e) }
+	reg := func(code int32, h handlerFunc, e *transport.Executor) { regLater(code, valueFunc(h), e) }
 
-	reg(remoting.SendMessage, b.handleSend, b.sendEx)
-	reg(remoting.SendMessageV2, b.handleSend, b.sendEx)
-	reg(remoting.SendBatchMessage, b.handleSend, b.sendEx)
-	reg(remoting.ConsumerSendMsgBack, b.handleConsumerSendMsgBack, b.sendEx)
-	reg(remoting.SendReplyMessage, b.handleSendReply, b.sendEx)
-	reg(remoting.SendReplyMessageV2, b.handleSendReply, b.sendEx)
+	regLater(remoting.SendMessage, b.handleSend, b.sendEx)
+	regLater(remoting.SendMessageV2, b.handleSend, b.sendEx)
+	regLater(remoting.SendBatchMessage, b.handleSend, b.sendEx)
+	regLater(remoting.ConsumerSendMsgBack, b.handleConsumerSendMsgBack, b.sendEx)
+	regLater(remoting.SendReplyMessage, b.handleSendReply, b.sendEx)
+	regLater(remoting.SendReplyMessageV2, b.handleSendReply, b.sendEx)
 
-	reg(remoting.PullMessage, b.handlePull, b.pullEx)
-	reg(remoting.LitePullMessage, b.handlePull, litePull)
+	regLater(remoting.PullMessage, b.handlePull, b.pullEx)
+	regLater(remoting.LitePullMessage, b.handlePull, b.litePullEx)
 
 	reg(remoting.QueryMessage, b.handleQueryMessage, query)
 	reg(remoting.ViewMessageByID, b.handleViewMessageByID, query)
@@ -68,7 +70,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset, consumer)
 	reg(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset, consumer)
 
-	reg(remoting.EndTransaction, b.handleEndTransaction, endTx)
+	regLater(remoting.EndTransaction, b.handleEndTransaction, endTx)
 
 	reg(remoting.GetMaxOffset, b.handleGetMaxOffset, admin)
 	reg(remoting.GetMinOffset, b.handleGetMinOffset, admin)
@@ -90,45 +92,51 @@ func (b *Broker) registerProcessors() {
 	b.server.OnConnClose(b.onConnClose)
 }
 
-// wrap counts the request as in flight until it is answered.
-func (b *Broker) wrap(h handlerFunc) transport.Handler {
-	return func(c *transport.Conn, req *remoting.Command) *remoting.Command {
+// valueFunc adapts a handler whose answer is always a value.
+func valueFunc(h handlerFunc) replyFunc {
+	return func(c *transport.Conn, req *remoting.Command) transport.Reply { return transport.Respond(h(c, req)) }
+}
+
+// wrap runs h once the broker's address is known; a value answer that
+// must wait for the registration of a topic it created is sent when that
+// registration is done (see holdRoute).
+func (b *Broker) wrap(h replyFunc) transport.ReplyHandler {
+	return func(c *transport.Conn, req *remoting.Command) transport.Reply {
 		// A request can arrive between Listen and the moment the bound
 		// address is known; the handlers need that address.
 		<-b.ready
-		if _, ok := b.conns.Load(c.ID()); !ok {
-			b.conns.Store(c.ID(), c)
-		}
-		b.inflight.add()
-		resp := h(c, req)
-		switch resp {
-		case nil: // answered later by replyLater
-			return nil
-		case noResponse:
+		rep := h(c, req)
+		switch {
+		case rep.IsNone():
 			b.registrar.changes.takeHold(req)
-			c.Forget(req)
-			b.inflight.done()
-			return nil
+		case rep.Response() != nil:
+			if wait := b.routeWait(req); wait != nil {
+				r := c.Defer(req)
+				go func() {
+					<-wait
+					r.Send(rep)
+				}()
+				return transport.Later(r)
+			}
 		}
-		if b.answerWhenRouted(c, req, resp) {
-			return nil // answered once the topic it created is registered
-		}
-		b.inflight.done()
-		return resp
+		return rep
 	}
 }
 
-// replyLater answers a request whose handler returned nil.
-func (b *Broker) replyLater(c *transport.Conn, req, resp *remoting.Command) {
-	if b.answerWhenRouted(c, req, resp) {
+// replyLater completes a deferred request with resp, once the topic it
+// created is registered when it waits for that.
+func (b *Broker) replyLater(r *transport.Responder, resp *remoting.Command) {
+	if wait := b.routeWait(r.Request()); wait != nil {
+		go func() {
+			<-wait
+			r.Reply(resp)
+		}()
 		return
 	}
-	c.Reply(req, resp)
-	b.inflight.done()
+	r.Reply(resp)
 }
 
 func (b *Broker) onConnClose(c *transport.Conn) {
-	b.conns.Delete(c.ID())
 	b.consumers.RemoveConn(c, b.config().NotifyConsumerIdsChangedEnable)
 	b.producers.RemoveConn(c)
 }
@@ -147,24 +155,3 @@ func isBadHeader(err error) bool { return errors.Is(err, ErrBadHeader) }
 
 // nowMillis is the broker clock in milliseconds.
 func nowMillis() int64 { return time.Now().UnixMilli() }
-
-// drainConns waits, at most until ctx ends or 2 s pass, until every
-// connection has written its queued answers, so closing the listeners
-// does not drop answers already given.
-func (b *Broker) drainConns(ctx context.Context) {
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		pending := false
-		b.conns.Range(func(_, v any) bool {
-			if v.(*transport.Conn).InFlight() > 0 {
-				pending = true
-				return false
-			}
-			return true
-		})
-		if !pending {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -68,22 +68,39 @@ func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
 }
 
 // handlePull serves PULL_MESSAGE and LITE_PULL_MESSAGE. A pull that finds
-// nothing and carries the suspend flag is held by the long-poll service and
-// answered later; no worker waits for it.
-func (b *Broker) handlePull(c *transport.Conn, req *remoting.Command) *remoting.Command {
+// nothing and carries the suspend flag is held by the long-poll service (a
+// pull over the cold-read budget by a timer) and answered later through
+// its responder; no worker waits for it, and its re-run goes through the
+// pull executor it came from.
+func (b *Broker) handlePull(c *transport.Conn, req *remoting.Command) transport.Reply {
 	h, err := parsePullHeader(req)
 	if err != nil {
-		return badHeader(req, err)
+		return transport.Respond(badHeader(req, err))
 	}
-	resp, res := b.runPull(c, req, h, true)
-	if res != nil {
+	resp, res, held := b.runPull(c, req, h, true)
+	switch {
+	case held != nil:
+		return transport.Later(held)
+	case res != nil:
 		// The records go out as the store's buffers, not joined into a
 		// new body; the transport releases them once written.
-		c.ReplyPieces(req, resp, res.Buffers, res.Release)
-		b.inflight.done()
-		return nil
+		return transport.RespondPieces(resp, res.Buffers, res.Release)
 	}
-	return b.withPullExt(h, resp)
+	return transport.Respond(b.withPullExt(h, resp))
+}
+
+// pullExecutor is the executor that admitted a pull request: re-runs of a
+// held pull go through it, within its bounds.
+func (b *Broker) pullExecutor(req *remoting.Command) *transport.Executor {
+	if req.Code == remoting.LitePullMessage {
+		return b.litePullEx
+	}
+	return b.pullEx
+}
+
+// resumePull runs a held pull again on its executor's workers.
+func (b *Broker) resumePull(r *transport.Responder, h *pullHeader) {
+	b.pullExecutor(r.Request()).Resume(r, func(r *transport.Responder) { b.answerRerun(r, h) })
 }
 
 // withPullExt gives error answers the four offset fields too, so a client
@@ -103,56 +120,57 @@ func (b *Broker) withPullExt(h *pullHeader, resp *remoting.Command) *remoting.Co
 // answerRerun runs a held pull again (it may then neither suspend nor
 // commit the offset) and answers it: found records go out as the store's
 // buffers, as on the first run, never joined into a new body.
-func (b *Broker) answerRerun(c *transport.Conn, req *remoting.Command, h *pullHeader) {
-	resp, res := b.runPull(c, req, h, false)
+func (b *Broker) answerRerun(r *transport.Responder, h *pullHeader) {
+	resp, res, _ := b.runPull(r.Conn(), r.Request(), h, false)
 	if res != nil {
-		c.ReplyPieces(req, resp, res.Buffers, res.Release)
-		b.inflight.done()
+		r.ReplyPieces(resp, res.Buffers, res.Release)
 		return
 	}
-	b.replyLater(c, req, b.withPullExt(h, resp))
+	b.replyLater(r, b.withPullExt(h, resp))
 }
 
 // runPull runs one pull, leaving a found body in the store's buffers: when
 // res is not nil, resp (code SUCCESS, offset fields set) is to be answered
 // with res.Buffers as its body, and res released after they were written.
-func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) (resp *remoting.Command, res *store.GetResult) {
+// A first run may hold the pull instead: held is then its responder,
+// completed by the long-poll service or the cold-read hold.
+func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) (resp *remoting.Command, res *store.GetResult, held *transport.Responder) {
 	cfg := b.config()
 	if !metadata.IsReadable(cfg.BrokerPermission) {
-		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", b.addr)), nil
+		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", b.addr)), nil, nil
 	}
 	sg := b.groups.FindOrCreate(h.consumerGroup, cfg.AutoCreateSubscriptionGroup)
 	if sg == nil {
 		return response(req, remoting.SubscriptionGroupNotExist,
-			fmt.Sprintf("subscription group [%s] does not exist, %s", h.consumerGroup, faqURL)), nil
+			fmt.Sprintf("subscription group [%s] does not exist, %s", h.consumerGroup, faqURL)), nil, nil
 	}
 	if !sg.ConsumeEnable {
-		return response(req, remoting.NoPermission, "subscription group no permission, "+h.consumerGroup), nil
+		return response(req, remoting.NoPermission, "subscription group no permission, "+h.consumerGroup), nil, nil
 	}
 	tc := b.topics.Find(h.topic)
 	if tc == nil {
 		return response(req, remoting.TopicNotExist,
-			fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL)), nil
+			fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL)), nil, nil
 	}
 	if !metadata.IsReadable(tc.Perm) {
-		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic)), nil
+		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic)), nil, nil
 	}
 	if h.queueID < 0 || int(h.queueID) >= tc.ReadQueueNums {
 		return response(req, remoting.InvalidParameter, fmt.Sprintf(
 			"queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.queueID, h.topic, tc.ReadQueueNums, remoteString(c))), nil
+			h.queueID, h.topic, tc.ReadQueueNums, remoteString(c))), nil, nil
 	}
 
 	var filter store.MessageFilter
 	if h.sysFlag&pullFlagSubscription != 0 {
 		if !strings.EqualFold(h.expressionType, clients.ExprTag) && !cfg.EnablePropertyFilter {
 			return response(req, remoting.SystemError,
-				"The broker does not support consumer to filter message by "+h.expressionType+" (enablePropertyFilter=false)"), nil
+				"The broker does not support consumer to filter message by "+h.expressionType+" (enablePropertyFilter=false)"), nil, nil
 		}
 		f, err := clients.CompileFilter(h.expressionType, h.subscription)
 		if err != nil {
 			return response(req, remoting.SubscriptionParseFailed, fmt.Sprintf(
-				"parse the consumer's subscription[%s] failed, group: %s: %v", h.subscription, h.consumerGroup, err)), nil
+				"parse the consumer's subscription[%s] failed, group: %s: %v", h.subscription, h.consumerGroup, err)), nil, nil
 		}
 		filter = f
 	} else {
@@ -160,27 +178,27 @@ func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader
 		if !found {
 			return response(req, remoting.SubscriptionNotExist, fmt.Sprintf(
 				"the consumer's group info not exist, group: %s (the consumer has not sent a heartbeat to this broker yet) %s",
-				h.consumerGroup, faqURL)), nil
+				h.consumerGroup, faqURL)), nil, nil
 		}
 		if !sg.ConsumeBroadcastEnable && gv.MessageModel == clients.ModelBroadcasting {
 			return response(req, remoting.NoPermission, fmt.Sprintf(
-				"the consumer group[%s] can not consume by broadcast way", h.consumerGroup)), nil
+				"the consumer group[%s] can not consume by broadcast way", h.consumerGroup)), nil, nil
 		}
 		if gv.Sub == nil {
 			return response(req, remoting.SubscriptionNotExist, fmt.Sprintf(
-				"the consumer's subscription not exist, group: %s topic: %s %s", h.consumerGroup, h.topic, faqURL)), nil
+				"the consumer's subscription not exist, group: %s topic: %s %s", h.consumerGroup, h.topic, faqURL)), nil, nil
 		}
 		if gv.Sub.Data.SubVersion < h.subVersion {
 			return response(req, remoting.SubscriptionNotLatest, fmt.Sprintf(
-				"the consumer's subscription not latest, group: %s topic: %s", h.consumerGroup, h.topic)), nil
+				"the consumer's subscription not latest, group: %s topic: %s", h.consumerGroup, h.topic)), nil, nil
 		}
 		if !strings.EqualFold(gv.Sub.Data.ExpressionType, clients.ExprTag) && !cfg.EnablePropertyFilter {
 			return response(req, remoting.SystemError,
-				"The broker does not support consumer to filter message by "+gv.Sub.Data.ExpressionType+" (enablePropertyFilter=false)"), nil
+				"The broker does not support consumer to filter message by "+gv.Sub.Data.ExpressionType+" (enablePropertyFilter=false)"), nil, nil
 		}
 		if gv.Sub.CompileErr != nil {
 			return response(req, remoting.SubscriptionParseFailed, fmt.Sprintf(
-				"parse the consumer's subscription[%s] failed, group: %s: %v", gv.Sub.Data.SubString, h.consumerGroup, gv.Sub.CompileErr)), nil
+				"parse the consumer's subscription[%s] failed, group: %s: %v", gv.Sub.Data.SubString, h.consumerGroup, gv.Sub.CompileErr)), nil, nil
 		}
 		filter = gv.Sub.Filter
 	}
@@ -194,15 +212,16 @@ func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader
 		// Over the cold-read budget: hold the pull until the budget has
 		// room (a timer, not a worker), or answer an empty retry.
 		if firstRun && !b.stopping() {
-			b.holdColdPull(c, req, h, cold.wait)
+			held = c.Defer(req)
+			b.holdColdPull(held, h, cold.wait)
 			b.commitPullOffset(h, firstRun)
-			return nil, nil
+			return nil, nil, held
 		}
-		return b.coldRetryResponse(req, h), nil
+		return b.coldRetryResponse(req, h), nil, nil
 	}
 	res = b.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, cold.maxBytes, filter)
 	if res == nil {
-		return response(req, remoting.SystemError, "store getMessage result is null"), nil
+		return response(req, remoting.SystemError, "store getMessage result is null"), nil, nil
 	}
 	b.flow.afterColdRead(cold, res)
 	resp = response(req, remoting.SystemError, res.Status.String())
@@ -242,13 +261,14 @@ func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader
 			timeout = cfg.ShortPollingTimeMills
 		}
 		if timeout > 0 {
-			b.longPoll.suspend(&heldPull{c: c, req: req, h: h}, millis(timeout))
+			held = c.Defer(req)
+			b.longPoll.suspend(&heldPull{r: held, h: h}, millis(timeout))
 			b.commitPullOffset(h, firstRun)
-			return nil, nil
+			return nil, nil, held
 		}
 	}
 	b.commitPullOffset(h, firstRun)
-	return resp, res
+	return resp, res, nil
 }
 
 // commitPullOffset stores the pull's commitOffset as the group's offset on

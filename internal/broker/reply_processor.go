@@ -20,14 +20,14 @@ const pushReplyTimeout = 3 * time.Second
 // (a producer connection known from heartbeats) with
 // PUSH_REPLY_MESSAGE_TO_CLIENT, then stored when storeReplyMessageEnable.
 // The push is asynchronous; no worker waits for the requester.
-func (b *Broker) handleSendReply(c *transport.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleSendReply(c *transport.Conn, req *remoting.Command) transport.Reply {
 	h, err := parseSendHeader(req)
 	if err != nil {
-		return badHeader(req, err)
+		return transport.Respond(badHeader(req, err))
 	}
 	t, resp := b.checkSend(c, req, h)
 	if resp != nil {
-		return resp
+		return transport.Respond(resp)
 	}
 	cfg := b.config()
 	props := message.DecodeProperties(h.properties)
@@ -39,29 +39,30 @@ func (b *Broker) handleSendReply(c *transport.Conn, req *remoting.Command) *remo
 	m.Properties = props
 	m.TagsCode = message.TagsHashCode(props[message.PropertyTags])
 	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
-		return resp
+		return transport.Respond(resp)
 	}
 	m.PropertiesString = message.EncodeProperties(props)
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
-		return response(req, remoting.MessageIllegal, fmt.Sprintf(
-			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen))
+		return transport.Respond(response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
 	}
 	target := props[message.PropertyReplyToClient]
 	conn := b.producers.ConnByClientID(target)
 	if conn == nil {
-		return response(req, remoting.SystemError, fmt.Sprintf(
-			"push reply message to %s failed: no connection of that client (REPLY_TO_CLIENT) is known", target))
+		return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf(
+			"push reply message to %s failed: no connection of that client (REPLY_TO_CLIENT) is known", target)))
 	}
 	push := b.pushReplyRequest(h, m)
+	rs := c.Defer(req)
 	ctx, cancel := context.WithTimeout(context.Background(), pushReplyTimeout)
 	err = conn.InvokeAsync(ctx, push, func(pr *remoting.Command, err error) {
 		cancel()
 		switch {
 		case err != nil:
-			b.replyLater(c, req, response(req, remoting.SystemError, fmt.Sprintf("push reply message to %s failed: %v", target, err)))
+			b.replyLater(rs, response(req, remoting.SystemError, fmt.Sprintf("push reply message to %s failed: %v", target, err)))
 			return
 		case pr.Code != remoting.Success:
-			b.replyLater(c, req, response(req, remoting.SystemError, fmt.Sprintf(
+			b.replyLater(rs, response(req, remoting.SystemError, fmt.Sprintf(
 				"push reply message to %s failed: code %d: %s", target, pr.Code, pr.Remark)))
 			return
 		}
@@ -70,19 +71,19 @@ func (b *Broker) handleSendReply(c *transport.Conn, req *remoting.Command) *remo
 			ok.SetExt("msgId", "0")
 			ok.SetExt("queueId", strconv.Itoa(int(t.queueID)))
 			ok.SetExt("queueOffset", "0")
-			b.replyLater(c, req, ok)
+			b.replyLater(rs, ok)
 			return
 		}
 		b.store.PutMessage(m, func(r store.PutResult) {
 			b.stats.countPut(m.Topic, r)
-			b.replyLater(c, req, b.sendResponse(req, r, t.queueID, "", []int64{r.WroteOffset}))
+			b.replyLater(rs, b.sendResponse(req, r, t.queueID, "", []int64{r.WroteOffset}))
 		})
 	})
 	if err != nil {
 		cancel()
-		return response(req, remoting.SystemError, fmt.Sprintf("push reply message to %s failed: %v", target, err))
+		return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("push reply message to %s failed: %v", target, err)))
 	}
-	return nil
+	return transport.Later(rs)
 }
 
 // pushReplyRequest builds PUSH_REPLY_MESSAGE_TO_CLIENT for a reply.

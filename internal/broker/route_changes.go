@@ -7,7 +7,6 @@ import (
 
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/remoting"
-	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // routeBatch is a set of topic changes registered together.
@@ -213,23 +212,17 @@ func (ch *topicChanges) takeHold(req *remoting.Command) *routeBatch {
 	return b
 }
 
-// answerWhenRouted sends resp once the batch req waits for is registered,
-// from a goroutine of its own (no worker waits), and reports whether it
-// took the answer over; the in-flight count is released when it is sent.
-func (b *Broker) answerWhenRouted(c *transport.Conn, req, resp *remoting.Command) bool {
+// routeWait returns the channel closed once the batch req waits for is
+// registered, or nil when req waits for none (or it is registered).
+func (b *Broker) routeWait(req *remoting.Command) <-chan struct{} {
 	batch := b.registrar.changes.takeHold(req)
 	if batch == nil {
-		return false
+		return nil
 	}
 	select {
 	case <-batch.done:
-		return false
+		return nil
 	default:
 	}
-	go func() {
-		<-batch.done
-		c.Reply(req, resp)
-		b.inflight.done()
-	}()
-	return true
+	return batch.done
 }

@@ -16,7 +16,7 @@ import (
 // consume: into %RETRY%<group> with a delay level (3 + reconsumeTimes when
 // the client leaves it to the broker), or into %DLQ%<group> once the
 // reconsume limit is reached or when the client asks (delayLevel < 0).
-func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Command) transport.Reply {
 	r := newExtReader(req)
 	offset := r.i64("offset", true, 0)
 	group := r.str("group", true)
@@ -24,39 +24,39 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 	hasMax := r.has("maxReconsumeTimes")
 	maxHeader := r.i32("maxReconsumeTimes", false, 0)
 	if r.err != nil {
-		return badHeader(req, r.err)
+		return transport.Respond(badHeader(req, r.err))
 	}
 	cfg := b.config()
 	if b.stopping() {
-		return response(req, remoting.ServiceNotAvailable, "the broker is shutting down")
+		return transport.Respond(response(req, remoting.ServiceNotAvailable, "the broker is shutting down"))
 	}
 	sg := b.groups.FindOrCreate(group, cfg.AutoCreateSubscriptionGroup)
 	if sg == nil {
-		return response(req, remoting.SubscriptionGroupNotExist,
-			fmt.Sprintf("subscription group not exist, %s %s", group, faqURL))
+		return transport.Respond(response(req, remoting.SubscriptionGroupNotExist,
+			fmt.Sprintf("subscription group not exist, %s %s", group, faqURL)))
 	}
 	if !metadata.IsWriteable(cfg.BrokerPermission) {
-		return response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.addr))
+		return transport.Respond(response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.addr)))
 	}
 	if sg.RetryQueueNums <= 0 {
-		return response(req, remoting.Success, "")
+		return transport.Respond(response(req, remoting.Success, ""))
 	}
 	newTopic := retryTopic(group)
 	tc, _ := b.topics.CreateInSendBack(newTopic, sg.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
 	if tc == nil {
-		return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic))
+		return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic)))
 	}
 	b.holdRoute(req, newTopic) // answered once a new retry topic is registered
 	if !metadata.IsWriteable(tc.Perm) {
-		return response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", newTopic))
+		return transport.Respond(response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", newTopic)))
 	}
 	rec, err := b.store.LookMessageByOffset(offset)
 	if err != nil {
-		return response(req, remoting.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", offset, err))
+		return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", offset, err)))
 	}
 	ext, err := message.DecodeRecord(rec)
 	if err != nil {
-		return response(req, remoting.SystemError, fmt.Sprintf("decode message at offset %d: %v", offset, err))
+		return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("decode message at offset %d: %v", offset, err)))
 	}
 	m := ext.ToInner()
 	props := m.Properties
@@ -74,7 +74,7 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 		queueID = 0
 		dlq, _ := b.topics.CreateInSendBack(newTopic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		if dlq == nil {
-			return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic))
+			return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic)))
 		}
 		b.holdRoute(req, newTopic)
 		delete(props, message.PropertyDelayTimeLevel)
@@ -99,20 +99,21 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 	b.applyDelay(m)
 	m.PropertiesString = message.EncodeProperties(props)
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
-		return response(req, remoting.MessageIllegal, fmt.Sprintf(
-			"the retried message's properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen))
+		return transport.Respond(response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"the retried message's properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
 	}
+	rs := c.Defer(req)
 	b.store.PutMessage(m, func(r store.PutResult) {
 		b.stats.countPut(m.Topic, r)
 		if r.Status == store.PutOK {
-			b.replyLater(c, req, response(req, remoting.Success, ""))
+			b.replyLater(rs, response(req, remoting.Success, ""))
 			return
 		}
 		_, remark := putStatusCode(r)
 		if remark == "" {
 			remark = fmt.Sprintf("put status %d", r.Status)
 		}
-		b.replyLater(c, req, response(req, remoting.SystemError, remark))
+		b.replyLater(rs, response(req, remoting.SystemError, remark))
 	})
-	return nil
+	return transport.Later(rs)
 }

@@ -30,14 +30,14 @@ type sendTarget struct {
 // handleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
 // It answers validation failures at once; a message that reaches the store
 // is answered from the store's completion, so no worker waits for a flush.
-func (b *Broker) handleSend(c *transport.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
 	h, err := parseSendHeader(req)
 	if err != nil {
-		return badHeader(req, err)
+		return transport.Respond(badHeader(req, err))
 	}
 	t, resp := b.checkSend(c, req, h)
 	if resp != nil {
-		return resp
+		return transport.Respond(resp)
 	}
 	if req.Code == remoting.SendBatchMessage {
 		return b.sendBatch(c, req, t)
@@ -96,7 +96,7 @@ func remoteString(c *transport.Conn) string {
 }
 
 // sendSingle stores one message (SEND_MESSAGE, SEND_MESSAGE_V2).
-func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarget) *remoting.Command {
+func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarget) transport.Reply {
 	h := t.h
 	if !isRetryTopic(h.topic) {
 		if ps, ok := scanPlainProperties(h.properties); ok {
@@ -113,7 +113,7 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 	m.Properties = props
 	if isRetryTopic(h.topic) {
 		if resp := b.retryToDLQ(req, h, m); resp != nil {
-			return resp
+			return transport.Respond(resp)
 		}
 	}
 	if props[message.PropertyUniqClientMessageIDKeyIdx] == "" {
@@ -128,17 +128,17 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 	if strings.EqualFold(props[message.PropertyTransactionPrepared], "true") &&
 		!(m.ReconsumeTimes > 0 && delayLevelOf(props) > 0) {
 		if cfg.RejectTransactionMessage {
-			return response(req, remoting.NoPermission,
-				fmt.Sprintf("the broker[%s] sending transaction message is forbidden", b.addr))
+			return transport.Respond(response(req, remoting.NoPermission,
+				fmt.Sprintf("the broker[%s] sending transaction message is forbidden", b.addr)))
 		}
 		toHalfMessage(m)
 	} else if !b.applyDelay(m) {
 		if code, remark, refused := b.timerRefusal(props); refused {
-			return response(req, code, remark)
+			return transport.Respond(response(req, code, remark))
 		}
 	}
 	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
-		return resp
+		return transport.Respond(resp)
 	}
 	m.PropertiesString = message.EncodeProperties(props)
 	return b.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx])
@@ -146,19 +146,20 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 
 // putSingle stores a single message whose PropertiesString is final and
 // answers from the store's completion.
-func (b *Broker) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string) *remoting.Command {
+func (b *Broker) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string) transport.Reply {
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
-		return response(req, remoting.MessageIllegal, fmt.Sprintf(
-			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen))
+		return transport.Respond(response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
 	}
+	rs := c.Defer(req)
 	err := b.putMessage(m, func(r store.PutResult) {
 		b.stats.countPut(m.Topic, r)
-		b.replyLater(c, req, b.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
+		b.replyLater(rs, b.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
 	})
 	if err != nil {
-		return response(req, timer.ResponseCode(err), err.Error())
+		return transport.Respond(response(req, timer.ResponseCode(err), err.Error()))
 	}
-	return nil
+	return transport.Later(rs)
 }
 
 // plainProperties is what sendPlain needs of a property string that
@@ -228,7 +229,7 @@ func (b *Broker) innerFromSend(c *transport.Conn, req *remoting.Command, t *send
 
 // sendPlain stores a single message whose properties need no rewriting
 // (see scanPlainProperties): no map is built.
-func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget, ps plainProperties) *remoting.Command {
+func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget, ps plainProperties) transport.Reply {
 	cfg := b.config()
 	m := b.innerFromSend(c, req, t)
 	m.TagsCode = message.TagsHashCode(ps.tags)
@@ -236,7 +237,7 @@ func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarg
 		m.SysFlag |= message.SysFlagMultiTags
 	}
 	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
-		return resp
+		return transport.Respond(resp)
 	}
 	addUniq := ps.uniq == ""
 	if addUniq {
@@ -330,30 +331,30 @@ func (b *Broker) checkBodySize(req *remoting.Command, sysFlag int32, body []byte
 }
 
 // sendBatch stores a SEND_BATCH_MESSAGE as consecutive records of one queue.
-func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget) *remoting.Command {
+func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget) transport.Reply {
 	h := t.h
 	if isRetryTopic(h.topic) {
-		return response(req, remoting.MessageIllegal, "batch request does not support retry group "+h.topic)
+		return transport.Respond(response(req, remoting.MessageIllegal, "batch request does not support retry group "+h.topic))
 	}
 	if message.TransactionValue(h.sysFlag) != message.TransactionNotType {
-		return response(req, remoting.MessageIllegal, "batch message does not support transaction")
+		return transport.Respond(response(req, remoting.MessageIllegal, "batch message does not support transaction"))
 	}
 	if delayLevelOf(message.DecodeProperties(h.properties)) > 0 {
-		return response(req, remoting.MessageIllegal, "batch message does not support delay level (DELAY)")
+		return transport.Respond(response(req, remoting.MessageIllegal, "batch message does not support delay level (DELAY)"))
 	}
 	if limit := b.storeConfig().MaxMessageSize; limit > 0 && len(req.Body) > limit {
-		return response(req, remoting.MessageIllegal, fmt.Sprintf(
-			"message body size exceeded: batch body %d bytes, maxMessageSize %d", len(req.Body), limit))
+		return transport.Respond(response(req, remoting.MessageIllegal, fmt.Sprintf(
+			"message body size exceeded: batch body %d bytes, maxMessageSize %d", len(req.Body), limit)))
 	}
 	members, err := message.DecodeBatchBody(req.Body, 0)
 	if err != nil {
-		return response(req, remoting.MessageIllegal, err.Error())
+		return transport.Respond(response(req, remoting.MessageIllegal, err.Error()))
 	}
 	addBrokerPropertiesToBatch(members, b.config())
 	for i := range members {
 		if len(members[i].PropertiesString) > message.MaxPropertiesLen {
-			return response(req, remoting.MessageIllegal, fmt.Sprintf(
-				"batch member %d: properties are %d bytes, more than the limit of %d", i, len(members[i].PropertiesString), message.MaxPropertiesLen))
+			return transport.Respond(response(req, remoting.MessageIllegal, fmt.Sprintf(
+				"batch member %d: properties are %d bytes, more than the limit of %d", i, len(members[i].PropertiesString), message.MaxPropertiesLen)))
 		}
 	}
 	sysFlag := h.sysFlag
@@ -371,15 +372,16 @@ func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarg
 		Members:        members,
 	}
 	qid := t.queueID
+	rs := c.Defer(req)
 	b.store.PutMessages(batch, func(r store.PutResult) {
 		b.stats.countPut(h.topic, r)
 		offs := r.Offsets
 		if len(offs) == 0 && r.Status == store.PutOK {
 			offs = []int64{r.WroteOffset}
 		}
-		b.replyLater(c, req, b.sendResponse(req, r, qid, "", offs))
+		b.replyLater(rs, b.sendResponse(req, r, qid, "", offs))
 	})
-	return nil
+	return transport.Later(rs)
 }
 
 // sendResponse maps a put result to the send answer: code, remark and the

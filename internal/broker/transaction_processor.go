@@ -18,7 +18,7 @@ import (
 // entry in RMQ_SYS_TRANS_OP_HALF_TOPIC (tag "d", body = half queue offset).
 // State "unknown" (0) gets no answer; the transaction check service asks
 // the producer later.
-func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) transport.Reply {
 	r := newExtReader(req)
 	group := r.str("producerGroup", true)
 	tranOffset := r.i64("tranStateTableOffset", true, 0)
@@ -26,67 +26,69 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	state := r.i32("commitOrRollback", true, 0)
 	fromCheck := r.str("fromTransactionCheck", false) == "true"
 	if r.err != nil {
-		return badHeader(req, r.err)
+		return transport.Respond(badHeader(req, r.err))
 	}
 	switch state {
 	case message.TransactionNotType:
-		return noResponse
+		return transport.NoReply()
 	case message.TransactionCommitType, message.TransactionRollbackType:
 	default:
-		return response(req, remoting.InvalidParameter, fmt.Sprintf("commitOrRollback %d is not 0, 8 or 12", state))
+		return transport.Respond(response(req, remoting.InvalidParameter, fmt.Sprintf("commitOrRollback %d is not 0, 8 or 12", state)))
 	}
 	if state == message.TransactionRollbackType {
 		// A rollback of an indexed half needs no read: the index knows
 		// its group and offsets.
 		if h, ok := b.txCheck.Index().Get(tranOffset); ok && h.Phy == clOffset && h.Group == group &&
 			(fromCheck || h.ImmunityMs == 0) {
+			rs := c.Defer(req)
 			b.txCheck.PutOp(tranOffset, func(code int32, remark string) {
-				b.replyLater(c, req, response(req, code, remark))
+				b.replyLater(rs, response(req, code, remark))
 			})
-			return nil
+			return transport.Later(rs)
 		}
 	}
 	rec, cached := b.txCheck.TakeChecked(clOffset)
 	if !cached {
 		var err error
 		if rec, err = b.store.LookMessageByOffset(clOffset); err != nil {
-			return response(req, remoting.SystemError, fmt.Sprintf("Find prepared transaction message failed: %v", err))
+			return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("Find prepared transaction message failed: %v", err)))
 		}
 	}
 	ext, err := message.DecodeRecord(rec)
 	if err != nil {
-		return response(req, remoting.SystemError, fmt.Sprintf("Find prepared transaction message failed: %v", err))
+		return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("Find prepared transaction message failed: %v", err)))
 	}
 	switch {
 	case ext.Topic != topicTransHalf:
-		return response(req, remoting.SystemError, "Find prepared transaction message failed: the record is not a half message")
+		return transport.Respond(response(req, remoting.SystemError, "Find prepared transaction message failed: the record is not a half message"))
 	case ext.Properties[message.PropertyProducerGroup] != group:
-		return response(req, remoting.SystemError, "The producer group wrong")
+		return transport.Respond(response(req, remoting.SystemError, "The producer group wrong"))
 	case ext.QueueOffset != tranOffset:
-		return response(req, remoting.SystemError, "The transaction state table offset wrong")
+		return transport.Respond(response(req, remoting.SystemError, "The transaction state table offset wrong"))
 	case ext.PhysicalOffset != clOffset:
-		return response(req, remoting.SystemError, "The commit log offset wrong")
+		return transport.Respond(response(req, remoting.SystemError, "The commit log offset wrong"))
 	}
 	// As RocketMQ: an immunity time below transactionTimeOut counts as
 	// transactionTimeOut.
 	if ms := transaction.ImmunityMillis(ext.Properties); ms > 0 && !fromCheck &&
 		nowMillis()-ext.BornTimestamp > max(ms, b.config().TransactionTimeOut) {
 		ms = max(ms, b.config().TransactionTimeOut)
-		return response(req, remoting.IllegalOperation, fmt.Sprintf(
-			"the half message is older than its CHECK_IMMUNITY_TIME_IN_SECONDS (%d ms); only an answer to a check may end it", ms))
+		return transport.Respond(response(req, remoting.IllegalOperation, fmt.Sprintf(
+			"the half message is older than its CHECK_IMMUNITY_TIME_IN_SECONDS (%d ms); only an answer to a check may end it", ms)))
 	}
 	if state == message.TransactionRollbackType {
+		rs := c.Defer(req)
 		b.txCheck.PutOp(ext.QueueOffset, func(code int32, remark string) {
-			b.replyLater(c, req, response(req, code, remark))
+			b.replyLater(rs, response(req, code, remark))
 		})
-		return nil
+		return transport.Later(rs)
 	}
 	m := ext.ToInner()
 	p := m.Properties
 	m.Topic = p[message.PropertyRealTopic]
 	qid, err := strconv.Atoi(p[message.PropertyRealQueueID])
 	if m.Topic == "" || err != nil {
-		return response(req, remoting.SystemError, "the half message lacks REAL_TOPIC/REAL_QID")
+		return transport.Respond(response(req, remoting.SystemError, "the half message lacks REAL_TOPIC/REAL_QID"))
 	}
 	m.QueueID = int32(qid)
 	delete(p, message.PropertyRealTopic)
@@ -100,21 +102,22 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	// Through the send path's put, so a committed timer message goes to
 	// the timing wheel; if the wheel refuses it the half stays pending, as
 	// in RocketMQ.
+	rs := c.Defer(req)
 	err = b.putMessage(m, func(pr store.PutResult) {
 		b.stats.countPut(m.Topic, pr)
 		code, remark := putStatusCode(pr)
 		if code != remoting.Success && code != remoting.FlushDiskTimeout {
-			b.replyLater(c, req, response(req, code, remark))
+			b.replyLater(rs, response(req, code, remark))
 			return
 		}
 		b.txCheck.PutOp(ext.QueueOffset, func(code int32, remark string) {
-			b.replyLater(c, req, response(req, code, remark))
+			b.replyLater(rs, response(req, code, remark))
 		})
 	})
 	if err != nil {
-		return response(req, timer.ResponseCode(err), err.Error())
+		return transport.Respond(response(req, timer.ResponseCode(err), err.Error()))
 	}
-	return nil
+	return transport.Later(rs)
 }
 
 // transactionService is what the broker uses of the transaction check

@@ -29,13 +29,13 @@ func roundTripBytes(b *testing.B) int64 {
 }
 
 func benchRoundTrip(b *testing.B, inflight int, st remoting.SerializeType, queuedWrites, early bool) {
-	h := echo
+	h := func(c *Conn, req *remoting.Command) Reply { return Respond(echo(c, req)) }
 	if early {
 		h = echoEarly
 	}
 	_, addr := startServer(b, ServerConfig{noDirectWrites: queuedWrites}, func(s *Server) {
 		ex := s.NewExecutor(ExecutorConfig{Name: "send", Workers: 2, QueueCapacity: 10000})
-		s.Register(codeEcho, h, ex)
+		s.RegisterReply(codeEcho, h, ex)
 	})
 	cl := NewClient(ClientConfig{Serialize: st})
 	defer cl.Close()
@@ -73,7 +73,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		inflight int
 		st       remoting.SerializeType
 		queued   bool
-		early    bool // the handler answers with Reply before returning nil
+		early    bool // the handler completes its responder before returning it
 	}{
 		{"1conn_1inflight_JSON", 1, remoting.SerializeJSON, false, false},
 		{"1conn_64inflight_JSON", 64, remoting.SerializeJSON, false, false},
@@ -81,7 +81,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		{"1conn_64inflight_ROCKETMQ", 64, remoting.SerializeRocketMQ, false, false},
 		// every response handed to the writer goroutine, for comparison
 		{"1conn_1inflight_ROCKETMQ_queued_writes", 1, remoting.SerializeRocketMQ, true, false},
-		// the broker's send shape: Reply, then return nil
+		// the broker's send shape: Defer, complete, return Later
 		{"1conn_1inflight_ROCKETMQ_reply_early", 1, remoting.SerializeRocketMQ, false, true},
 		{"1conn_64inflight_ROCKETMQ_reply_early", 64, remoting.SerializeRocketMQ, false, true},
 	} {

@@ -146,7 +146,7 @@ func (cl *Client) dispatch(c *Conn, req *remoting.Command) {
 		h = NotSupported
 	}
 	c.acquire()
-	go c.run(h, req, false)
+	go c.run(valueHandler(h), req, false)
 }
 
 // Invoke sends req to addr and waits for the response until ctx ends.

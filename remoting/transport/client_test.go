@@ -37,9 +37,10 @@ func TestClientInvokeBothSerializations(t *testing.T) {
 func TestClientConcurrentCallsMatchedByOpaque(t *testing.T) {
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
 		ex := s.NewExecutor(ExecutorConfig{Workers: 4, QueueCapacity: 1000})
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
-			go func() { c.Reply(req, echo(c, req)) }() // completion order is arbitrary
-			return nil
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
+			go func() { r.Reply(echo(c, req)) }() // completion order is arbitrary
+			return Later(r)
 		}, ex)
 	})
 	cl := NewClient(ClientConfig{})
@@ -123,13 +124,12 @@ func TestClientOneway(t *testing.T) {
 }
 
 func TestClientTimeouts(t *testing.T) {
-	held := make(chan *remoting.Command, 4)
-	var srvConn atomic.Pointer[Conn]
+	held := make(chan *Responder, 4)
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
-			srvConn.Store(c)
-			held <- req
-			return nil
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
+			held <- r
+			return Later(r)
 		}, nil)
 	})
 	cl := NewClient(ClientConfig{})
@@ -164,11 +164,10 @@ func TestClientTimeouts(t *testing.T) {
 	}
 
 	// a late response is dropped; the connection keeps working
-	c := srvConn.Load()
-	c.Reply(late, remoting.NewResponse(late, remoting.Success, "late"))
+	late.Reply(remoting.NewResponse(late.Request(), remoting.Success, "late"))
 	go func() {
 		r := <-held
-		c.Reply(r, remoting.NewResponse(r, remoting.Success, "on time"))
+		r.Reply(remoting.NewResponse(r.Request(), remoting.Success, "on time"))
 	}()
 	resp, err := cl.Invoke(context.Background(), addr, remoting.NewRequest(codeEcho, nil, nil))
 	if err != nil || resp.Remark != "on time" {
@@ -221,7 +220,7 @@ func TestClientDialFailureAndClose(t *testing.T) {
 
 	held := make(chan struct{}, 1)
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.Register(codeEcho, func(*Conn, *remoting.Command) *remoting.Command { held <- struct{}{}; return nil }, nil)
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply { held <- struct{}{}; return Later(c.Defer(req)) }, nil)
 	})
 	errs := make(chan error, 1)
 	go func() {
@@ -241,16 +240,17 @@ func TestClientDialFailureAndClose(t *testing.T) {
 func TestClientWithoutHandlerAnswersNotSupported(t *testing.T) {
 	result := make(chan *remoting.Command, 1)
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
 			go func() {
 				resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.GetConsumerRunningInfo, nil, nil))
 				if err != nil {
 					resp = remoting.NewResponse(req, remoting.SystemError, err.Error())
 				}
 				result <- resp
-				c.Reply(req, remoting.NewResponse(req, remoting.Success, ""))
+				r.Reply(remoting.NewResponse(req, remoting.Success, ""))
 			}()
-			return nil
+			return Later(r)
 		}, nil)
 	})
 	cl := NewClient(ClientConfig{})
@@ -307,7 +307,7 @@ func TestCallsOnClosedConn(t *testing.T) {
 func TestAsyncCallFailsOnClose(t *testing.T) {
 	held := make(chan *Conn, 1)
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.Register(codeEcho, func(c *Conn, _ *remoting.Command) *remoting.Command { held <- c; return nil }, nil)
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply { held <- c; return Later(c.Defer(req)) }, nil)
 	})
 	cl := NewClient(ClientConfig{})
 	defer cl.Close()

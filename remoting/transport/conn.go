@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,11 +17,12 @@ import (
 	"github.com/spoolmq/spool/remoting"
 )
 
-// Handler serves one request. It returns the response, or nil when it
-// answers later with c.Reply(req, resp) (or never: oneway requests, and
-// requests it calls c.Forget for). The transport sets the response's
-// opaque, flag and serialization, so each response must be a fresh command.
-// A handler registered without an executor runs on the connection's reader
+// Handler serves one request and returns its response value; nil means
+// the request is never answered (a oneway request, or one whose answer
+// the protocol leaves out). A handler that answers later is a
+// ReplyHandler. The transport sets the response's opaque, flag and
+// serialization, so each response must be a fresh command. A handler
+// registered without an executor runs on the connection's reader
 // goroutine: it must not block, and must never wait for a response on the
 // same connection.
 type Handler func(c *Conn, req *remoting.Command) *remoting.Command
@@ -78,13 +77,6 @@ type call struct {
 	stop func() bool // async calls: stops the context watcher
 }
 
-// heldRequest is a deferred request (its handler returned nil): since when
-// it holds its slot, or that it was settled before its handler returned.
-type heldRequest struct {
-	since   time.Time
-	settled bool
-}
-
 // connConfig is what a server or client gives a connection.
 type connConfig struct {
 	id          uint64
@@ -123,15 +115,13 @@ type Conn struct {
 	vecs     [][]byte // writev scratch of the writer role
 	inflight atomic.Int64
 
-	hmu      sync.Mutex
-	held     map[*remoting.Command]heldRequest // deferred requests holding a slot
-	lastReap time.Time
-	// inlineReq is the request whose handler runs on the reader goroutine
-	// now; a Reply to it before the handler returns is kept in inlineOut
-	// and written by the reader when the handler returns (no hand-off to
-	// the writer goroutine). Guarded by hmu.
-	inlineReq *remoting.Command
-	inlineOut outItem
+	// hmu guards the held list: responders whose handler returned and
+	// that are not completed yet, oldest first (reply.go).
+	hmu        sync.Mutex
+	heldHead   *Responder
+	heldTail   *Responder
+	heldClosed bool
+	lastReap   time.Time
 	// pipelined is set by the reader before dispatch: more bytes of this
 	// connection are already buffered, so the request should not run
 	// inline and hold them up.
@@ -229,8 +219,9 @@ func (c *Conn) closeWith(reason error) {
 		c.wq = nil
 		c.wmu.Unlock()
 		for i := range dropped {
-			dropped[i].release()
+			c.drop(dropped[i])
 		}
+		c.releaseAllHeld()
 		close(c.closed)
 		_ = c.nc.Close()
 		c.logClose(reason)
@@ -424,7 +415,7 @@ func (c *Conn) writeBatch(batch []outItem) error {
 	for i := range batch {
 		if err := c.writeItem(batch[i]); err != nil {
 			for j := i + 1; j < len(batch); j++ {
-				batch[j].release()
+				c.drop(batch[j])
 			}
 			return err
 		}
@@ -574,116 +565,6 @@ func (c *Conn) acquire() bool {
 	return true
 }
 
-// run calls h for a request holding a slot and finishes it. onReader says
-// it runs on the connection's reader goroutine.
-func (c *Conn) run(h Handler, req *remoting.Command, onReader bool) {
-	if !onReader || req.IsOneway() {
-		c.finish(req, c.callHandler(h, req), onReader)
-		return
-	}
-	c.hmu.Lock()
-	c.inlineReq = req
-	c.hmu.Unlock()
-	resp := c.callHandler(h, req)
-	c.hmu.Lock()
-	early := c.inlineOut
-	c.inlineReq, c.inlineOut = nil, outItem{}
-	c.hmu.Unlock()
-	c.finish(req, resp, true)
-	if early.cmd != nil {
-		c.replyItem(req, early, true)
-	}
-}
-
-func (c *Conn) callHandler(h Handler, req *remoting.Command) (resp *remoting.Command) {
-	defer func() {
-		if r := recover(); r != nil {
-			if c.cfg.logger != nil {
-				c.cfg.logger.Error("remoting: handler panic", "code", req.Code, "conn", c.cfg.id,
-					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			}
-			resp = remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("handler panic: %v", r))
-		}
-	}()
-	return h(c, req)
-}
-
-// finish answers a request that held a slot with resp (nil: answered later).
-func (c *Conn) finish(req, resp *remoting.Command, onReader bool) {
-	if req.IsOneway() {
-		c.inflight.Add(-1)
-		return
-	}
-	if resp != nil {
-		c.replyFrom(req, resp, true, onReader)
-		return
-	}
-	// Deferred: the slot stays held until Reply or Forget.
-	c.hmu.Lock()
-	if st, ok := c.held[req]; ok && st.settled {
-		delete(c.held, req) // answered before the handler returned
-	} else {
-		if c.held == nil {
-			c.held = make(map[*remoting.Command]heldRequest)
-		}
-		c.held[req] = heldRequest{since: time.Now()}
-	}
-	c.hmu.Unlock()
-}
-
-// settle records that req is answered (or forgotten) and reports whether
-// the caller gives back its slot: false when it was settled already.
-func (c *Conn) settle(req *remoting.Command) bool {
-	c.hmu.Lock()
-	defer c.hmu.Unlock()
-	if st, ok := c.held[req]; ok {
-		if st.settled {
-			return false
-		}
-		delete(c.held, req)
-		return true
-	}
-	// The handler has not returned yet (it answered from another
-	// goroutine first): finish will find this mark.
-	if c.held == nil {
-		c.held = make(map[*remoting.Command]heldRequest)
-	}
-	c.held[req] = heldRequest{since: time.Now(), settled: true}
-	return true
-}
-
-// reapHeld gives back the slots of deferred requests held longer than the
-// held timeout (their handler never answered; the client gave up long
-// ago). It runs only when the connection is at its cap, at most once a
-// second, and returns how many slots it freed.
-func (c *Conn) reapHeld() int {
-	c.hmu.Lock()
-	now := time.Now()
-	if now.Sub(c.lastReap) < time.Second || c.cfg.heldTimeout <= 0 {
-		c.hmu.Unlock()
-		return 0
-	}
-	c.lastReap = now
-	freed := 0
-	for req, st := range c.held {
-		if now.Sub(st.since) > c.cfg.heldTimeout {
-			delete(c.held, req)
-			if !st.settled {
-				freed++
-			}
-		}
-	}
-	c.hmu.Unlock()
-	if freed > 0 {
-		c.inflight.Add(-int64(freed))
-		if c.cfg.logger != nil {
-			c.cfg.logger.Warn("remoting: released in-flight slots of requests never answered", "conn", c.cfg.id,
-				"remote", c.nc.RemoteAddr().String(), "count", freed, "held_over", c.cfg.heldTimeout)
-		}
-	}
-	return freed
-}
-
 // reject answers a request that held a slot without running it.
 func (c *Conn) reject(req *remoting.Command, code int32, remark string, onReader bool) {
 	if req.IsOneway() {
@@ -691,56 +572,6 @@ func (c *Conn) reject(req *remoting.Command, code int32, remark string, onReader
 		return
 	}
 	c.replyFrom(req, remoting.NewResponse(req, code, remark), true, onReader)
-}
-
-// Reply sends resp as the response to req, for a handler that returned nil:
-// it copies req's opaque and serialization and sets the response flag (so
-// resp must be a fresh command). Nothing is sent when req is oneway or the
-// connection has closed. Reply may come before the handler returns; a
-// second Reply for the same request is sent but frees no second slot.
-func (c *Conn) Reply(req, resp *remoting.Command) {
-	c.deferredReply(req, outItem{cmd: resp})
-}
-
-// ReplyPieces is Reply for a response whose body is resp.Body followed by
-// pieces, written in order without joining them: into the connection's
-// write buffer, or, for a large body with nothing buffered before it,
-// with one writev of header and pieces. done, when not nil, is called exactly once when the pieces are
-// no longer needed: after they were written, or when the answer is
-// dropped (oneway request, closed connection). The pieces must stay valid
-// and unchanged until then.
-func (c *Conn) ReplyPieces(req, resp *remoting.Command, pieces [][]byte, done func()) {
-	c.deferredReply(req, outItem{cmd: resp, pieces: pieces, done: done})
-}
-
-func (c *Conn) deferredReply(req *remoting.Command, it outItem) {
-	if req.IsOneway() {
-		it.release()
-		return
-	}
-	it.counted = c.settle(req)
-	c.hmu.Lock()
-	if c.inlineReq == req && c.inlineOut.cmd == nil {
-		// The handler answers before returning, on the reader (e.g. a
-		// put completed at once): the reader writes it when the
-		// handler returns.
-		c.inlineOut = it
-		c.hmu.Unlock()
-		return
-	}
-	c.hmu.Unlock()
-	c.replyItem(req, it, false)
-}
-
-// Forget gives back the in-flight slot of a non-oneway request whose
-// handler returned nil and that will never be answered (e.g. END_TRANSACTION
-// with commitOrRollback=0, which the Go client sends without the oneway bit
-// and expects no answer to). Without it the slot is held until the held
-// timeout.
-func (c *Conn) Forget(req *remoting.Command) {
-	if !req.IsOneway() && c.settle(req) {
-		c.inflight.Add(-1)
-	}
 }
 
 // replyFrom sends a response; onReader lets the reader goroutine write it
@@ -756,7 +587,6 @@ func (c *Conn) replyItem(req *remoting.Command, it outItem, onReader bool) {
 	resp.Opaque = req.Opaque
 	resp.Flag = (resp.Flag | remoting.FlagResponse) &^ remoting.FlagOneway
 	resp.Serialize = req.Serialize
-	counted := it.counted
 	var err error
 	if onReader && !c.pipelined && !c.cfg.noDirectWrites {
 		err = c.writeDirect(it)
@@ -764,178 +594,14 @@ func (c *Conn) replyItem(req *remoting.Command, it outItem, onReader bool) {
 		err = c.enqueue(it)
 	}
 	if err != nil {
-		it.release()
-		if counted {
-			c.inflight.Add(-1)
-		}
+		c.drop(it)
 	}
 }
 
-// register adds a pending call and returns its opaque.
-func (c *Conn) register(cl *call) (int32, error) {
-	op := c.opaque.Add(1)
-	c.pmu.Lock()
-	if c.isClosed() {
-		c.pmu.Unlock()
-		return 0, ErrConnClosed
+// drop releases an item that will not be written and gives back its slot.
+func (c *Conn) drop(it outItem) {
+	it.release()
+	if it.counted {
+		c.inflight.Add(-1)
 	}
-	c.pending[op] = cl
-	c.pmu.Unlock()
-	return op, nil
-}
-
-// unregister removes the pending call for op if it is still cl; true when
-// the caller now owns its completion.
-func (c *Conn) unregister(op int32, cl *call) bool {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	if c.pending[op] == cl {
-		delete(c.pending, op)
-		return true
-	}
-	return false
-}
-
-// complete delivers a response to its pending call; unknown opaques are
-// dropped (the caller gave up).
-func (c *Conn) complete(resp *remoting.Command) {
-	c.pmu.Lock()
-	cl := c.pending[resp.Opaque]
-	if cl != nil {
-		delete(c.pending, resp.Opaque)
-	}
-	c.pmu.Unlock()
-	if cl == nil {
-		if c.cfg.logger != nil {
-			c.cfg.logger.Debug("remoting: response for no pending call", "conn", c.cfg.id, "opaque", resp.Opaque)
-		}
-		return
-	}
-	cl.deliver(resp, nil)
-}
-
-// fail completes the pending call for op with err.
-func (c *Conn) fail(op int32, err error) {
-	c.pmu.Lock()
-	cl := c.pending[op]
-	delete(c.pending, op)
-	c.pmu.Unlock()
-	if cl != nil {
-		cl.deliver(nil, err)
-	}
-}
-
-func (cl *call) deliver(resp *remoting.Command, err error) {
-	if cl.cb != nil {
-		if cl.stop != nil {
-			cl.stop()
-		}
-		go cl.cb(resp, err)
-		return
-	}
-	cl.resp, cl.err = resp, err
-	cl.done <- struct{}{}
-}
-
-func prepareRequest(req *remoting.Command, oneway bool) {
-	req.Flag &^= remoting.FlagResponse | remoting.FlagOneway
-	if oneway {
-		req.Flag |= remoting.FlagOneway
-	}
-}
-
-// Invoke sends req to the peer and waits for its response, until ctx ends
-// or the connection closes. It sets req's opaque and clears its flag bits.
-// Do not call it from a handler running inline on this connection's reader.
-func (c *Conn) Invoke(ctx context.Context, req *remoting.Command) (*remoting.Command, error) {
-	prepareRequest(req, false)
-	cl := callPool.Get().(*call)
-	op, err := c.register(cl)
-	if err != nil {
-		callPool.Put(cl)
-		return nil, err
-	}
-	req.Opaque = op
-	if err := c.enqueue(outItem{cmd: req, request: true}); err != nil {
-		if c.unregister(op, cl) {
-			callPool.Put(cl)
-			return nil, err
-		}
-		<-cl.done
-		return c.finishCall(cl)
-	}
-	select {
-	case <-cl.done:
-		return c.finishCall(cl)
-	case <-ctx.Done():
-		if c.unregister(op, cl) {
-			callPool.Put(cl)
-			return nil, ctxError(ctx, req, c)
-		}
-		<-cl.done
-		return c.finishCall(cl)
-	}
-}
-
-func (c *Conn) finishCall(cl *call) (*remoting.Command, error) {
-	resp, err := cl.resp, cl.err
-	cl.resp, cl.err = nil, nil
-	callPool.Put(cl)
-	return resp, err
-}
-
-func ctxError(ctx context.Context, req *remoting.Command, c *Conn) error {
-	err := ctx.Err()
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %s (opaque %d) to %s: %w", ErrTimeout, remoting.RequestName(req.Code),
-			req.Opaque, c.nc.RemoteAddr(), err)
-	}
-	return fmt.Errorf("transport: %s (opaque %d) to %s: %w", remoting.RequestName(req.Code), req.Opaque,
-		c.nc.RemoteAddr(), err)
-}
-
-// InvokeAsync sends req and calls cb (on its own goroutine) with the
-// response, or with an error when ctx ends or the connection closes first.
-// cb is called exactly once unless InvokeAsync returns an error.
-func (c *Conn) InvokeAsync(ctx context.Context, req *remoting.Command, cb func(*remoting.Command, error)) error {
-	prepareRequest(req, false)
-	cl := &call{cb: cb}
-	// The watcher is installed before the call is visible, so deliver
-	// always sees cl.stop.
-	var op int32
-	if ctx.Done() != nil {
-		var ready = make(chan struct{})
-		cl.stop = context.AfterFunc(ctx, func() {
-			<-ready
-			if c.unregister(op, cl) {
-				cb(nil, ctxError(ctx, req, c))
-			}
-		})
-		defer close(ready)
-	}
-	var err error
-	op, err = c.register(cl)
-	if err != nil {
-		if cl.stop != nil {
-			cl.stop()
-		}
-		return err
-	}
-	req.Opaque = op
-	if err := c.enqueue(outItem{cmd: req, request: true}); err != nil {
-		if c.unregister(op, cl) {
-			if cl.stop != nil {
-				cl.stop()
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// InvokeOneway sends req with the oneway flag set and waits for nothing.
-func (c *Conn) InvokeOneway(req *remoting.Command) error {
-	prepareRequest(req, true)
-	req.Opaque = c.opaque.Add(1)
-	return c.enqueue(outItem{cmd: req})
 }

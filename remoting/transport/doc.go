@@ -25,14 +25,14 @@
 // A response produced on the reader goroutine, when nothing is queued, no
 // one is writing and no further request is already buffered, is written and
 // flushed by the reader itself: a goroutine hand-off costs more than the
-// write. That includes a Reply to the inline request made before its
-// handler returns (a put the store completed at once): it is kept and
-// written by the reader when the handler returns. A pipelining connection's
-// requests go to the executor's workers and their responses through the
-// writer, which batches them: when it drained more than one command it
-// yields once before its system call, so that commands about to be queued
-// share the write. A peer that sends without reading stops being read once
-// its write queue is full.
+// write. That includes a deferred answer completed before its handler
+// returned (a put the store completed at once): the handler's return path
+// finds it in the Responder and writes it, with no lock, map or hand-off.
+// A pipelining connection's requests go to the executor's workers and their
+// responses through the writer, which batches them: when it drained more
+// than one command it yields once before its system call, so that commands
+// about to be queued share the write. A peer that sends without reading
+// stops being read once its write queue is full.
 //
 // # Admission
 //
@@ -51,13 +51,13 @@
 // A command handed to Reply, Invoke, InvokeAsync or InvokeOneway belongs to
 // the transport until it is written; after a timed-out call the writer may
 // still be reading it, so callers build a fresh command per call.
-// Conn.ReplyPieces answers with a body given as several slices (a pull's
-// stored records) that are written in order and never joined: copied into
-// the write buffer, or, for a body of 128 KiB or more with nothing buffered
-// before it, sent with the header in one writev. Its done function runs
-// exactly once when the slices are no longer needed (written, or the
-// answer dropped because the request was oneway or the connection closed),
-// so the owner releases them there:
+// RespondPieces and Responder.ReplyPieces answer with a body given as
+// several slices (a pull's stored records) that are written in order and
+// never joined: copied into the write buffer, or, for a body of 128 KiB or
+// more with nothing buffered before it, sent with the header in one
+// writev. Their done function runs exactly once when the slices are no
+// longer needed (written, or the answer dropped because the request was
+// oneway or the connection closed), so the owner releases them there:
 //
 //	frame = [len][hdrlen][header][resp.Body][piece 0][piece 1]...[piece n-1]
 //	        len = 4 + hdrlen + len(resp.Body) + sum(len(piece i))
@@ -69,15 +69,48 @@
 // response. A request whose code has no handler gets REQUEST_CODE_NOT_SUPPORTED
 // (3), "request type N not supported".
 //
-// # In-flight accounting
+// # Replies
 //
-// Each request that passes the per-connection cap (MaxInflightPerConn) holds
-// one slot until its response leaves the write queue; a oneway request holds
-// it until its handler returns. A handler that returns nil for a non-oneway
-// request answers later with Conn.Reply (before or after it returns), or
-// calls Conn.Forget when it will never answer. A deferred request left
-// unanswered longer than HeldTimeout loses its slot when the connection hits
-// its cap, with a warning naming the connection.
+// A handler's answer is a value. A Handler returns the response (nil: no
+// answer). A ReplyHandler (Server.RegisterReply) returns a Reply: a
+// response (Respond, RespondPieces), no answer (NoReply), or Later(r) for
+// the Responder r that c.Defer(req) made when the answer comes later (a
+// put completed by the store, a held pull). The contract:
+//
+//   - Who completes: whoever the handler gave r to, from any goroutine,
+//     before or after the handler returns. A completion before the return
+//     is written by the handler's return path (on the reader when it ran
+//     there); one after it goes to the writer.
+//   - Exactly once: r.Reply, r.ReplyPieces, r.Send or r.Forget (no
+//     answer, slot given back), one call. A second
+//     completion, or Later with another request's responder, breaks the
+//     contract: it panics in test binaries (testing.Testing), so a test
+//     that does it fails, and is logged at error level and dropped
+//     otherwise. A responder that is never completed holds its slot until
+//     its connection closes or HeldTimeout releases it.
+//   - Closing: when the connection closes, every responder whose handler
+//     returned is released (its slot given back) and one still in its
+//     handler is released when the handler returns; a later completion is
+//     dropped (pieces released, nothing written). A completion on a oneway
+//     request is dropped too.
+//   - Resuming: Executor.Resume runs a held request again on that
+//     executor's workers within its bounds (queue capacity, MaxQueueWait,
+//     Drain), without taking a second slot; a refusal completes the
+//     responder with the SYSTEM_BUSY answer a new request would get.
+//
+// # In-flight accounting and draining
+//
+// The transport alone counts what is in flight. Each request that passes
+// the per-connection cap (MaxInflightPerConn) holds one slot: while it
+// waits in an executor queue, while its handler runs, while its responder
+// is held, and until its response leaves the write queue (written, or
+// dropped with its connection). A oneway request holds it until its
+// handler returns; NoReply gives it back when the handler returns. A held
+// responder older than HeldTimeout loses its slot when the connection hits
+// its cap, with a warning naming the connection. Server.Drain waits until
+// no connection of the server has a slot taken or a command waiting to be
+// written; Server.Shutdown refuses new requests ("[REJECTREQUEST]... the
+// server is shutting down"), drains, then closes.
 package transport
 
 import "errors"

@@ -50,7 +50,7 @@ type Executor struct {
 	budget *bodyBudget // the server's; nil for none
 
 	inline, queued, overload, timedOut atomic.Uint64
-	rejected, drained                  atomic.Uint64
+	rejected, drained, resumed         atomic.Uint64
 	wg                                 sync.WaitGroup
 }
 
@@ -62,14 +62,17 @@ type ExecutorStats struct {
 	TimedOut uint64 // requests answered [TIMEOUT_CLEAN_QUEUE]
 	Rejected uint64 // requests refused by ExecutorConfig.Reject
 	Drained  uint64 // queued requests answered by Drain
+	Resumed  uint64 // held requests queued again by Resume
 }
 
-// task is a queued request.
+// task is a queued request, or a held request resumed (r and resume set).
 type task struct {
-	c   *Conn
-	req *remoting.Command
-	h   Handler
-	enq time.Time
+	c      *Conn
+	req    *remoting.Command
+	h      ReplyHandler
+	enq    time.Time
+	r      *Responder
+	resume func(*Responder)
 }
 
 func newExecutor(cfg ExecutorConfig, budget *bodyBudget) *Executor {
@@ -116,11 +119,12 @@ func (e *Executor) HeadWait() time.Duration {
 // Stats returns the executor's counters.
 func (e *Executor) Stats() ExecutorStats {
 	return ExecutorStats{Inline: e.inline.Load(), Queued: e.queued.Load(),
-		Overload: e.overload.Load(), TimedOut: e.timedOut.Load(), Rejected: e.rejected.Load(), Drained: e.drained.Load()}
+		Overload: e.overload.Load(), TimedOut: e.timedOut.Load(), Rejected: e.rejected.Load(), Drained: e.drained.Load(),
+		Resumed: e.resumed.Load()}
 }
 
 // submit runs, queues or refuses a request that holds an in-flight slot.
-func (e *Executor) submit(c *Conn, req *remoting.Command, h Handler) {
+func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler) {
 	if e.cfg.Reject != nil {
 		if remark := e.cfg.Reject(req); remark != "" {
 			e.rejected.Add(1)
@@ -173,6 +177,70 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h Handler) {
 	e.queued.Add(1)
 }
 
+// Resume queues run(r) for a deferred request whose handler returned
+// (a held pull woken up): it runs on a worker, within the executor's
+// bounds, and must complete r. It never runs on the caller, which may be a
+// timer or the store's dispatcher. The request keeps the in-flight slot it
+// holds; when the executor refuses it (closed, queue full, waited longer
+// than MaxQueueWait, Drain) r is completed with the SYSTEM_BUSY answer a
+// new request would get.
+func (e *Executor) Resume(r *Responder, run func(*Responder)) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		r.Reply(remoting.NewResponse(r.req, remoting.SystemBusy, "[REJECTREQUEST]system busy, server is shutting down"))
+		return
+	}
+	if n := e.q.len(); n >= e.cfg.QueueCapacity+max(0, e.cfg.Workers-e.busy-n) {
+		e.mu.Unlock()
+		e.overload.Add(1)
+		r.Reply(remoting.NewResponse(r.req, remoting.SystemBusy, fmt.Sprintf(
+			"[OVERLOAD]system busy, start flow control for a while, queue size: %d, capacity: %d",
+			n, e.cfg.QueueCapacity)))
+		return
+	}
+	e.q.push(task{c: r.c, req: r.req, enq: time.Now(), r: r, resume: run})
+	e.budget.add(len(r.req.Body))
+	if e.q.len() == 1 && e.timer != nil {
+		e.timer.Reset(e.cfg.MaxQueueWait + time.Millisecond)
+	}
+	e.cond.Signal()
+	e.mu.Unlock()
+	e.resumed.Add(1)
+}
+
+// refuse answers t SYSTEM_BUSY without running it.
+func (e *Executor) refuse(t task, remark string, onReader bool) {
+	if t.r != nil {
+		t.r.Reply(remoting.NewResponse(t.req, remoting.SystemBusy, remark))
+		return
+	}
+	t.c.reject(t.req, remoting.SystemBusy, remark, onReader)
+}
+
+// runTask runs a queued task on a worker.
+func (e *Executor) runTask(t task) {
+	if t.r == nil {
+		t.c.run(t.h, t.req, false)
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(contractError); ok {
+				panic(p)
+			}
+			if t.c.cfg.logger != nil {
+				t.c.cfg.logger.Error("remoting: resumed handler panic", "code", t.req.Code, "conn", t.c.cfg.id,
+					"panic", fmt.Sprint(p))
+			}
+			if !t.r.once.Load() {
+				t.r.Reply(remoting.NewResponse(t.req, remoting.SystemError, fmt.Sprintf("handler panic: %v", p)))
+			}
+		}
+	}()
+	t.resume(t.r)
+}
+
 // release gives back a worker slot and wakes a worker when work waits.
 func (e *Executor) release() {
 	e.mu.Lock()
@@ -202,7 +270,7 @@ func (e *Executor) worker() {
 		if wait := time.Since(t.enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
 			e.rejectTimeout(t, wait, n, false)
 		} else {
-			t.c.run(t.h, t.req, false)
+			e.runTask(t)
 		}
 		e.release()
 	}
@@ -210,7 +278,7 @@ func (e *Executor) worker() {
 
 func (e *Executor) rejectTimeout(t task, wait time.Duration, size int, onReader bool) {
 	e.timedOut.Add(1)
-	t.c.reject(t.req, remoting.SystemBusy, fmt.Sprintf(
+	e.refuse(t, fmt.Sprintf(
 		"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d, limit: %dms",
 		wait.Milliseconds(), size, e.cfg.MaxQueueWait.Milliseconds()), onReader)
 }
@@ -231,7 +299,7 @@ func (e *Executor) Drain(remark func(wait time.Duration, left int) string) int {
 	for i, t := range tasks {
 		e.budget.release(len(t.req.Body))
 		e.drained.Add(1)
-		t.c.reject(t.req, remoting.SystemBusy, remark(now.Sub(t.enq), len(tasks)-i-1), false)
+		e.refuse(t, remark(now.Sub(t.enq), len(tasks)-i-1), false)
 	}
 	return len(tasks)
 }

@@ -9,10 +9,17 @@ import (
 	"github.com/spoolmq/spool/remoting"
 )
 
+// Modes of piecesHandler.
+const (
+	piecesValue = iota // RespondPieces
+	piecesEarly        // a responder completed before the handler returns
+	piecesLater        // a responder completed from another goroutine
+)
+
 // piecesHandler answers with the request body repeated in n pieces (n from
-// ext "n"), inline or from another goroutine, counting done calls.
-func piecesHandler(dones *atomic.Int64, later bool) Handler {
-	return func(c *Conn, req *remoting.Command) *remoting.Command {
+// ext "n") in the given mode, counting done calls.
+func piecesHandler(dones *atomic.Int64, mode int) ReplyHandler {
+	return func(c *Conn, req *remoting.Command) Reply {
 		n, _ := strconv.Atoi(req.Ext("n"))
 		pieces := make([][]byte, n)
 		for i := range pieces {
@@ -22,12 +29,17 @@ func piecesHandler(dones *atomic.Int64, later bool) Handler {
 		resp.SetExt("k", "v")
 		resp.Body = []byte("head:")
 		done := func() { dones.Add(1) }
-		if later {
-			go c.ReplyPieces(req, resp, pieces, done)
-		} else {
-			c.ReplyPieces(req, resp, pieces, done)
+		switch mode {
+		case piecesEarly:
+			r := c.Defer(req)
+			r.ReplyPieces(resp, pieces, done)
+			return Later(r)
+		case piecesLater:
+			r := c.Defer(req)
+			go r.ReplyPieces(resp, pieces, done)
+			return Later(r)
 		}
-		return nil
+		return RespondPieces(resp, pieces, done)
 	}
 }
 
@@ -46,9 +58,9 @@ func wantPiecesBody(t *testing.T, resp *remoting.Command, n, size int) {
 }
 
 func TestReplyPiecesSmallAndLarge(t *testing.T) {
-	for _, later := range []bool{false, true} {
+	for _, mode := range []int{piecesValue, piecesEarly, piecesLater} {
 		var dones atomic.Int64
-		_, addr := startServer(t, ServerConfig{}, func(s *Server) { s.Register(codeEcho, piecesHandler(&dones, later), nil) })
+		_, addr := startServer(t, ServerConfig{}, func(s *Server) { s.RegisterReply(codeEcho, piecesHandler(&dones, mode), nil) })
 		rc := dialRaw(t, addr)
 		cases := []struct{ n, size int }{{0, 0}, {1, 10}, {3, 100}, {40, 1024}, {2, 300 << 10}}
 		for i, tc := range cases {
@@ -72,7 +84,7 @@ func TestReplyPiecesSmallAndLarge(t *testing.T) {
 // bodies; the frames must come back whole and in order.
 func TestReplyPiecesPipelined(t *testing.T) {
 	var dones atomic.Int64
-	_, addr := startServer(t, ServerConfig{}, func(s *Server) { s.Register(codeEcho, piecesHandler(&dones, false), nil) })
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) { s.RegisterReply(codeEcho, piecesHandler(&dones, piecesEarly), nil) })
 	rc := dialRaw(t, addr)
 	const reqs = 40
 	var frames []byte
@@ -102,13 +114,14 @@ func TestReplyPiecesPipelined(t *testing.T) {
 func TestReplyPiecesDoneWhenDropped(t *testing.T) {
 	var dones atomic.Int64
 	conns := make(chan *Conn, 1)
-	held := make(chan *remoting.Command, 1)
+	held := make(chan *Responder, 1)
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.Register(codeEcho, piecesHandler(&dones, false), nil)
-		s.Register(codeEcho+1, func(c *Conn, req *remoting.Command) *remoting.Command {
+		s.RegisterReply(codeEcho, piecesHandler(&dones, piecesValue), nil)
+		s.RegisterReply(codeEcho+1, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
 			conns <- c
-			held <- req
-			return nil
+			held <- r
+			return Later(r)
 		}, nil)
 	})
 	rc := dialRaw(t, addr)
@@ -119,10 +132,10 @@ func TestReplyPiecesDoneWhenDropped(t *testing.T) {
 	waitFor(t, "done for the oneway answer", func() bool { return dones.Load() == 1 })
 
 	rc.send(request(codeEcho+1, 2, remoting.SerializeJSON))
-	c, req := <-conns, <-held
+	c, r := <-conns, <-held
 	c.Close()
 	<-c.Closed()
-	c.ReplyPieces(req, remoting.NewResponse(req, remoting.Success, ""), [][]byte{[]byte("x")}, func() { dones.Add(1) })
+	r.ReplyPieces(remoting.NewResponse(r.Request(), remoting.Success, ""), [][]byte{[]byte("x")}, func() { dones.Add(1) })
 	if dones.Load() != 2 {
 		t.Fatalf("done calls %d, want 2 (closed connection)", dones.Load())
 	}

@@ -22,19 +22,19 @@ func TestRequestBytesOutliveTheirHandler(t *testing.T) {
 	const n = 48
 	var (
 		mu   sync.Mutex
-		held []*remoting.Command
-		conn *Conn
+		held []*Responder
 		all  = make(chan struct{})
 	)
 	_, addr := startServer(t, ServerConfig{MaxInflightPerConn: 2 * n}, func(s *Server) {
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
 			mu.Lock()
 			defer mu.Unlock()
-			held, conn = append(held, req), c
+			r := c.Defer(req)
+			held = append(held, r)
 			if len(held) == n {
 				close(all)
 			}
-			return nil // answered later, after every handler returned
+			return Later(r) // answered later, after every handler returned
 		}, nil)
 	})
 
@@ -62,9 +62,10 @@ func TestRequestBytesOutliveTheirHandler(t *testing.T) {
 	<-all
 
 	mu.Lock()
-	reqs, c := held, conn
+	rs := held
 	mu.Unlock()
-	for _, req := range reqs {
+	for _, r := range rs {
+		req := r.Request()
 		i := int(req.Opaque)
 		if !bytes.Equal(req.Body, body(i)) {
 			t.Errorf("request %d: body changed after its handler returned (%d bytes, want %d)", i, len(req.Body), len(body(i)))
@@ -74,7 +75,7 @@ func TestRequestBytesOutliveTheirHandler(t *testing.T) {
 				t.Errorf("request %d: ext %s changed after its handler returned (%d bytes, want %d)", i, k, len(req.ExtFields[k]), len(v))
 			}
 		}
-		c.Reply(req, echo(c, req))
+		r.Reply(echo(r.Conn(), req))
 	}
 	for range n {
 		resp := rc.read()

@@ -42,14 +42,14 @@ type ServerConfig struct {
 
 // route is what a request code maps to.
 type route struct {
-	h  Handler
+	h  ReplyHandler
 	ex *Executor
 }
 
 // routeTable is replaced whole on registration, so lookups take no lock.
 type routeTable struct {
 	m   map[int32]route
-	def Handler
+	def ReplyHandler
 }
 
 // Server accepts connections and serves requests with registered handlers.
@@ -110,7 +110,7 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	s := &Server{cfg: cfg, logger: cfg.Logger, conns: make(map[uint64]*Conn),
 		budget: &bodyBudget{limit: max(cfg.MaxQueuedBodyBytes, 0)}}
-	s.routes.Store(&routeTable{m: map[int32]route{}, def: NotSupported})
+	s.routes.Store(&routeTable{m: map[int32]route{}, def: valueHandler(NotSupported)})
 	return s
 }
 
@@ -132,6 +132,12 @@ func (s *Server) NewExecutor(cfg ExecutorConfig) *Executor {
 
 // Register routes code to h, run on ex (nil: inline on the reader).
 func (s *Server) Register(code int32, h Handler, ex *Executor) {
+	s.RegisterReply(code, valueHandler(h), ex)
+}
+
+// RegisterReply routes code to h, a handler that may answer later, run on
+// ex (nil: inline on the reader).
+func (s *Server) RegisterReply(code int32, h ReplyHandler, ex *Executor) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := s.routes.Load()
@@ -148,7 +154,7 @@ func (s *Server) RegisterDefault(h Handler) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := s.routes.Load()
-	s.routes.Store(&routeTable{m: old.m, def: h})
+	s.routes.Store(&routeTable{m: old.m, def: valueHandler(h)})
 }
 
 // OnConnClose adds fn to the functions called when a connection closes.
@@ -286,22 +292,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, ln := range lns {
 		ln.Close()
 	}
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	var err error
-	for !s.drained() {
-		select {
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-tick.C:
-			continue
-		}
-		break
-	}
+	err := s.Drain(ctx)
 	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// Drain waits until no connection has a request in flight (running,
+// queued, deferred and not completed, or answered and not yet written) and
+// nothing waits to be written, or until ctx ends (its error is returned).
+// It refuses nothing: requests that arrive meanwhile are served and
+// counted.
+func (s *Server) Drain(ctx context.Context) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !s.drained() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 // drained reports whether no connection has a request in flight or a

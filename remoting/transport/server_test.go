@@ -276,16 +276,17 @@ func TestIdleConnectionClosed(t *testing.T) {
 }
 
 func TestInflightCap(t *testing.T) {
-	held := make(chan *remoting.Command, 8)
+	held := make(chan *Responder, 8)
 	var conn *Conn
 	var mu sync.Mutex
 	srv, addr := startServer(t, ServerConfig{MaxInflightPerConn: 2}, func(s *Server) {
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
 			mu.Lock()
 			conn = c
 			mu.Unlock()
-			held <- req // answered later
-			return nil
+			r := c.Defer(req)
+			held <- r // answered later
+			return Later(r)
 		}, nil)
 	})
 	rc := dialRaw(t, addr)
@@ -307,17 +308,17 @@ func TestInflightCap(t *testing.T) {
 	if c.InFlight() != 2 {
 		t.Fatalf("in flight %d", c.InFlight())
 	}
-	c.Reply(r1, remoting.NewResponse(r1, remoting.Success, ""))
+	r1.Reply(remoting.NewResponse(r1.Request(), remoting.Success, ""))
 	if resp := rc.read(); resp.Opaque != 1 || resp.Code != remoting.Success {
 		t.Fatalf("deferred reply %+v", resp)
 	}
-	c.Forget(r2)
+	r2.Forget()
 	// both slots are free again
 	rc.send(request(codeEcho, 4, remoting.SerializeJSON))
 	rc.send(request(codeEcho, 5, remoting.SerializeJSON))
 	r4, r5 := <-held, <-held
-	c.Reply(r4, remoting.NewResponse(r4, remoting.Success, ""))
-	c.Reply(r5, remoting.NewResponse(r5, remoting.Success, ""))
+	r4.Reply(remoting.NewResponse(r4.Request(), remoting.Success, ""))
+	r5.Reply(remoting.NewResponse(r5.Request(), remoting.Success, ""))
 	if a, b := rc.read(), rc.read(); a.Code != remoting.Success || b.Code != remoting.Success {
 		t.Fatalf("after release: %+v %+v", a, b)
 	}
@@ -460,24 +461,25 @@ func TestExecutorQueuedRequestsRunOnWorkers(t *testing.T) {
 func TestServerInvokesClient(t *testing.T) {
 	got := make(chan *remoting.Command, 1)
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				check := remoting.NewRequest(remoting.CheckTransactionState, map[string]string{"tx": "1"}, nil)
 				resp, err := c.Invoke(ctx, check)
 				if err != nil {
-					c.Reply(req, remoting.NewResponse(req, remoting.SystemError, err.Error()))
+					r.Reply(remoting.NewResponse(req, remoting.SystemError, err.Error()))
 					return
 				}
 				ow := remoting.NewRequest(remoting.NotifyConsumerIdsChanged, nil, nil)
 				if err := c.InvokeOneway(ow); err != nil {
-					c.Reply(req, remoting.NewResponse(req, remoting.SystemError, err.Error()))
+					r.Reply(remoting.NewResponse(req, remoting.SystemError, err.Error()))
 					return
 				}
-				c.Reply(req, remoting.NewResponse(req, remoting.Success, resp.Remark))
+				r.Reply(remoting.NewResponse(req, remoting.Success, resp.Remark))
 			}()
-			return nil
+			return Later(r)
 		}, nil)
 	})
 	cl := NewClient(ClientConfig{Handler: func(c *Conn, req *remoting.Command) *remoting.Command {
@@ -586,15 +588,16 @@ func TestWriteQueueBackpressure(t *testing.T) {
 func TestReplyBeforeHandlerReturns(t *testing.T) {
 	var conn atomic.Pointer[Conn]
 	_, addr := startServer(t, ServerConfig{MaxInflightPerConn: 1}, func(s *Server) {
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
 			conn.Store(c)
+			r := c.Defer(req)
 			done := make(chan struct{})
 			go func() {
-				c.Reply(req, echo(c, req))
+				r.Reply(echo(c, req))
 				close(done)
 			}()
 			<-done
-			return nil
+			return Later(r)
 		}, nil)
 	})
 	rc := dialRaw(t, addr)
@@ -605,11 +608,8 @@ func TestReplyBeforeHandlerReturns(t *testing.T) {
 		}
 	}
 	c := conn.Load()
-	c.hmu.Lock()
-	n := len(c.held)
-	c.hmu.Unlock()
-	if n != 0 || c.InFlight() != 0 {
-		t.Fatalf("held %d, in flight %d", n, c.InFlight())
+	if n := c.Held(); n != 0 || c.InFlight() != 0 {
+		t.Fatalf("held %d, in flight %d", c.Held(), c.InFlight())
 	}
 }
 
@@ -620,12 +620,12 @@ func TestHeldRequestsReaped(t *testing.T) {
 	held := make(chan *remoting.Command, 1)
 	_, addr := startServer(t, ServerConfig{MaxInflightPerConn: 1, HeldTimeout: 5 * time.Millisecond, Logger: slog.New(logs)},
 		func(s *Server) {
-			s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
 				if req.Opaque == 1 {
 					held <- req
-					return nil // never answered
+					return Later(c.Defer(req)) // never answered
 				}
-				return echo(c, req)
+				return Respond(echo(c, req))
 			}, nil)
 		})
 	rc := dialRaw(t, addr)
@@ -664,21 +664,20 @@ func TestResponsesThatDoNotFitROCKETMQFallBack(t *testing.T) {
 }
 
 func TestShutdownDrainsInflight(t *testing.T) {
-	held := make(chan *remoting.Command, 1)
-	var conn atomic.Pointer[Conn]
+	held := make(chan *Responder, 1)
 	srv, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
 			if req.Opaque == 1 {
-				conn.Store(c)
-				held <- req
-				return nil
+				r := c.Defer(req)
+				held <- r
+				return Later(r)
 			}
-			return echo(c, req)
+			return Respond(echo(c, req))
 		}, nil)
 	})
 	rc := dialRaw(t, addr)
 	rc.send(request(codeEcho, 1, remoting.SerializeJSON))
-	req := <-held
+	r := <-held
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(context.Background()) }()
 	// new requests are refused while the held one drains
@@ -692,7 +691,7 @@ func TestShutdownDrainsInflight(t *testing.T) {
 		t.Fatalf("Shutdown returned %v with a request in flight", err)
 	default:
 	}
-	conn.Load().Reply(req, remoting.NewResponse(req, remoting.Success, "late but delivered"))
+	r.Reply(remoting.NewResponse(r.Request(), remoting.Success, "late but delivered"))
 	if r := rc.read(); r.Opaque != 1 || r.Remark != "late but delivered" {
 		t.Fatalf("drained response %+v", r)
 	}
@@ -705,7 +704,7 @@ func TestShutdownDrainsInflight(t *testing.T) {
 func TestShutdownGivesUp(t *testing.T) {
 	held := make(chan struct{}, 1)
 	srv, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.Register(codeEcho, func(*Conn, *remoting.Command) *remoting.Command { held <- struct{}{}; return nil }, nil)
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply { held <- struct{}{}; return Later(c.Defer(req)) }, nil)
 	})
 	rc := dialRaw(t, addr)
 	rc.send(request(codeEcho, 1, remoting.SerializeJSON))
@@ -718,11 +717,12 @@ func TestShutdownGivesUp(t *testing.T) {
 	rc.expectClosed()
 }
 
-// echoEarly answers with Reply before returning nil, as the broker's send
-// handler does when the store completes a put at once.
-func echoEarly(c *Conn, req *remoting.Command) *remoting.Command {
-	c.Reply(req, echo(c, req))
-	return nil
+// echoEarly defers and completes its responder before returning it, as the
+// broker's send handler does when the store completes a put at once.
+func echoEarly(c *Conn, req *remoting.Command) Reply {
+	r := c.Defer(req)
+	r.Reply(echo(c, req))
+	return Later(r)
 }
 
 // A handler running inline that answers with Reply before it returns: the
@@ -731,7 +731,7 @@ func TestReplyBeforeInlineHandlerReturns(t *testing.T) {
 	var srvConn atomic.Pointer[Conn]
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
 		ex := s.NewExecutor(ExecutorConfig{Name: "send", Workers: 1})
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
 			srvConn.Store(c)
 			return echoEarly(c, req)
 		}, ex)
@@ -752,10 +752,7 @@ func TestReplyBeforeInlineHandlerReturns(t *testing.T) {
 	if n := c.InFlight(); n != 0 {
 		t.Fatalf("in flight %d after every answer", n)
 	}
-	c.hmu.Lock()
-	held := len(c.held)
-	c.hmu.Unlock()
-	if held != 0 {
+	if held := c.Held(); held != 0 {
 		t.Fatalf("%d held marks left", held)
 	}
 }

@@ -1,0 +1,349 @@
+package transport
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/remoting"
+)
+
+// Reply is what a ReplyHandler returns for its request: a response value
+// (Respond, RespondPieces), the request's Responder when the answer comes
+// later (Later), or no answer at all (NoReply). The zero Reply is NoReply.
+type Reply struct {
+	resp   *remoting.Command
+	pieces [][]byte
+	done   func()
+	later  *Responder
+}
+
+// Respond answers with resp (nil: NoReply).
+func Respond(resp *remoting.Command) Reply { return Reply{resp: resp} }
+
+// RespondPieces answers with resp whose body is resp.Body followed by
+// pieces, written in order and never joined. done, when not nil, runs
+// exactly once when the pieces are no longer needed (written, or the
+// answer dropped because the request was oneway or the connection closed);
+// the pieces must stay valid and unchanged until then.
+func RespondPieces(resp *remoting.Command, pieces [][]byte, done func()) Reply {
+	return Reply{resp: resp, pieces: pieces, done: done}
+}
+
+// Later says the request is answered through r, which must be the
+// Responder that Conn.Defer returned for this request.
+func Later(r *Responder) Reply { return Reply{later: r} }
+
+// NoReply says the request is never answered (e.g. END_TRANSACTION with
+// commitOrRollback=0, which the Go client sends without the oneway bit and
+// expects no answer to); its in-flight slot is given back at once.
+func NoReply() Reply { return Reply{} }
+
+// IsNone reports whether rep is NoReply.
+func (rep Reply) IsNone() bool { return rep.resp == nil && rep.later == nil }
+
+// Response returns the response of a value Reply (nil for Later and
+// NoReply).
+func (rep Reply) Response() *remoting.Command { return rep.resp }
+
+// ReplyHandler serves one request and returns its Reply. A handler
+// registered without an executor runs on the connection's reader
+// goroutine: it must not block, and must never wait for a response on the
+// same connection.
+type ReplyHandler func(c *Conn, req *remoting.Command) Reply
+
+// States of a Responder. A responder is created running; its handler's
+// return moves it to held unless it was completed first (early). held ends
+// in done (completed) or released (connection closed, held too long).
+const (
+	respRunning  int32 = iota // the handler has not returned
+	respEarly                 // completed before the handler returned; out waits for the return
+	respHeld                  // the handler returned; linked in the connection's held list
+	respDone                  // completed after the handler returned
+	respReleased              // slot given back without an answer; a completion is dropped
+)
+
+// Responder answers one deferred request: Reply or ReplyPieces completes
+// it, exactly once, from any goroutine, before or after the handler
+// returned Later(r). See the package doc for the contract.
+type Responder struct {
+	c     *Conn
+	req   *remoting.Command
+	state atomic.Int32
+	once  atomic.Bool // a completion was made
+	out   outItem     // the answer of an early completion
+
+	// Guarded by c.hmu: the held list, oldest first.
+	linked     bool
+	since      time.Time
+	prev, next *Responder
+}
+
+// Defer returns the Responder of req, for a handler that answers later:
+// the handler returns Later(r) and completes r once, when the answer is
+// known (possibly before it returns).
+func (c *Conn) Defer(req *remoting.Command) *Responder {
+	return &Responder{c: c, req: req}
+}
+
+// Conn returns the connection the request came on.
+func (r *Responder) Conn() *Conn { return r.c }
+
+// Request returns the request r answers.
+func (r *Responder) Request() *remoting.Command { return r.req }
+
+// Reply completes r with resp: the transport copies the request's opaque
+// and serialization and sets the response flag, so resp must be a fresh
+// command. Nothing is sent when the request was oneway, or its connection
+// closed or released the responder.
+func (r *Responder) Reply(resp *remoting.Command) { r.complete(outItem{cmd: resp}) }
+
+// ReplyPieces completes r with resp followed by pieces (see RespondPieces
+// for pieces and done).
+func (r *Responder) ReplyPieces(resp *remoting.Command, pieces [][]byte, done func()) {
+	r.complete(outItem{cmd: resp, pieces: pieces, done: done})
+}
+
+// Forget completes r without an answer: its slot is given back and
+// nothing is sent (the deferred form of NoReply).
+func (r *Responder) Forget() { r.complete(outItem{}) }
+
+// Send completes r with a value Reply (Respond or RespondPieces).
+func (r *Responder) Send(rep Reply) {
+	if rep.later != nil || rep.resp == nil {
+		misuse(r.c, r.req, "Responder.Send needs a response value")
+		return
+	}
+	r.complete(outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done})
+}
+
+// complete hands it to whoever writes it: the handler's return path when
+// the handler is still running (no lock, no hand-off), else the writer.
+func (r *Responder) complete(it outItem) {
+	if !r.once.CompareAndSwap(false, true) {
+		it.release()
+		misuse(r.c, r.req, "request completed twice")
+		return
+	}
+	r.out = it
+	if r.state.CompareAndSwap(respRunning, respEarly) {
+		return // the return path writes it
+	}
+	r.out = outItem{}
+	if r.state.Load() == respReleased {
+		it.release()
+		return
+	}
+	c := r.c
+	c.hmu.Lock()
+	if !r.state.CompareAndSwap(respHeld, respDone) {
+		c.hmu.Unlock()
+		it.release() // released meanwhile
+		return
+	}
+	c.unlinkHeld(r)
+	c.hmu.Unlock()
+	if it.cmd == nil {
+		c.inflight.Add(-1) // Forget
+		return
+	}
+	it.counted = true
+	c.replyItem(r.req, it, false)
+}
+
+// contractError is the panic value of a broken reply contract in a test
+// binary; handler recovery lets it through, so the test fails.
+type contractError string
+
+func (e contractError) Error() string { return string(e) }
+
+// misuse reports a broken contract: it panics in test binaries, so tests
+// catch it, and logs an error otherwise.
+func misuse(c *Conn, req *remoting.Command, what string) {
+	msg := fmt.Sprintf("transport: %s: %s (opaque %d) on conn %d", what, remoting.RequestName(req.Code), req.Opaque, c.cfg.id)
+	if testing.Testing() {
+		panic(contractError(msg))
+	}
+	if c.cfg.logger != nil {
+		c.cfg.logger.Error("remoting: reply contract broken", "what", what, "code", req.Code,
+			"opaque", req.Opaque, "conn", c.cfg.id, "stack", string(debug.Stack()))
+	}
+}
+
+// run calls h for a request holding a slot and answers it. onReader says
+// it runs on the connection's reader goroutine.
+func (c *Conn) run(h ReplyHandler, req *remoting.Command, onReader bool) {
+	c.finish(req, c.callHandler(h, req), onReader)
+}
+
+func (c *Conn) callHandler(h ReplyHandler, req *remoting.Command) (rep Reply) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(contractError); ok {
+				panic(r)
+			}
+			if c.cfg.logger != nil {
+				c.cfg.logger.Error("remoting: handler panic", "code", req.Code, "conn", c.cfg.id,
+					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			}
+			rep = Respond(remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("handler panic: %v", r)))
+		}
+	}()
+	return h(c, req)
+}
+
+// finish is the handler's return path: it writes a value or an early
+// completion, holds a responder still to be completed, and gives back the
+// slot of a request never answered.
+func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool) {
+	r := rep.later
+	if r != nil && (r.req != req || r.c != c) {
+		misuse(c, req, "Later with the responder of another request")
+		r = nil
+	}
+	if req.IsOneway() {
+		if r != nil && !r.state.CompareAndSwap(respRunning, respReleased) {
+			r.out.release() // completed early: nothing is sent
+			r.out = outItem{}
+		}
+		if rep.done != nil {
+			rep.done()
+		}
+		c.inflight.Add(-1)
+		return
+	}
+	switch {
+	case r != nil:
+		if r.state.CompareAndSwap(respRunning, respHeld) {
+			c.hold(r)
+			return
+		}
+		it := r.out // completed before the handler returned
+		r.out = outItem{}
+		if it.cmd == nil {
+			c.inflight.Add(-1) // Forget
+			return
+		}
+		it.counted = true
+		c.replyItem(req, it, onReader)
+	case rep.resp != nil:
+		c.replyItem(req, outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done, counted: true}, onReader)
+	default:
+		if rep.done != nil {
+			rep.done()
+		}
+		c.inflight.Add(-1)
+	}
+}
+
+// hold links a responder whose handler returned into the held list, or
+// releases it when the connection has closed.
+func (c *Conn) hold(r *Responder) {
+	c.hmu.Lock()
+	if r.state.Load() != respHeld {
+		c.hmu.Unlock() // completed meanwhile
+		return
+	}
+	if c.heldClosed {
+		r.state.Store(respReleased)
+		c.hmu.Unlock()
+		c.inflight.Add(-1)
+		return
+	}
+	r.since = time.Now()
+	r.linked = true
+	r.prev = c.heldTail
+	if c.heldTail != nil {
+		c.heldTail.next = r
+	} else {
+		c.heldHead = r
+	}
+	c.heldTail = r
+	c.hmu.Unlock()
+}
+
+// unlinkHeld removes r from the held list; c.hmu is held.
+func (c *Conn) unlinkHeld(r *Responder) {
+	if !r.linked {
+		return
+	}
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		c.heldHead = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		c.heldTail = r.prev
+	}
+	r.prev, r.next, r.linked = nil, nil, false
+}
+
+// releaseHeld releases the held responders that satisfy pred, oldest
+// first, stopping at the first that does not; c.hmu is held. It returns
+// how many slots it freed (the caller gives them back).
+func (c *Conn) releaseHeld(pred func(*Responder) bool) int {
+	n := 0
+	for r := c.heldHead; r != nil && pred(r); r = c.heldHead {
+		c.unlinkHeld(r)
+		r.state.Store(respReleased)
+		n++
+	}
+	return n
+}
+
+// releaseAllHeld releases every held responder when the connection closes
+// and refuses to hold more: their slots are given back, their answers
+// dropped when they come.
+func (c *Conn) releaseAllHeld() {
+	c.hmu.Lock()
+	c.heldClosed = true
+	n := c.releaseHeld(func(*Responder) bool { return true })
+	c.hmu.Unlock()
+	c.inflight.Add(-int64(n))
+}
+
+// reapHeld gives back the slots of responders held longer than the held
+// timeout (their handler never answered; the client gave up long ago). It
+// runs only when the connection is at its cap, at most once a second, and
+// returns how many slots it freed.
+func (c *Conn) reapHeld() int {
+	c.hmu.Lock()
+	now := time.Now()
+	if now.Sub(c.lastReap) < time.Second || c.cfg.heldTimeout <= 0 {
+		c.hmu.Unlock()
+		return 0
+	}
+	c.lastReap = now
+	freed := c.releaseHeld(func(r *Responder) bool { return now.Sub(r.since) > c.cfg.heldTimeout })
+	c.hmu.Unlock()
+	if freed > 0 {
+		c.inflight.Add(-int64(freed))
+		if c.cfg.logger != nil {
+			c.cfg.logger.Warn("remoting: released in-flight slots of requests never answered", "conn", c.cfg.id,
+				"remote", c.nc.RemoteAddr().String(), "count", freed, "held_over", c.cfg.heldTimeout)
+		}
+	}
+	return freed
+}
+
+// Held returns the number of responders whose handler returned and that
+// are not completed yet.
+func (c *Conn) Held() int {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	n := 0
+	for r := c.heldHead; r != nil; r = r.next {
+		n++
+	}
+	return n
+}
+
+// valueHandler adapts a Handler: its response is the Reply's value (nil:
+// NoReply).
+func valueHandler(h Handler) ReplyHandler {
+	return func(c *Conn, req *remoting.Command) Reply { return Reply{resp: h(c, req)} }
+}
