@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spoolmq/spool/internal/corrupt"
 )
 
 // consumerOffsetFile is the JSON document of config/consumerOffset.json:
@@ -45,7 +47,7 @@ func (m *ConsumerOffsetManager) load() error {
 	}
 	var doc consumerOffsetFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, corrupt.Wrap(err))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/corrupt"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 )
@@ -96,7 +97,7 @@ func (s *scheduleService) load() error {
 	}
 	var doc delayOffsetFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, s.file.path, err)
+		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, s.file.path, corrupt.Wrap(err))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,7 +108,7 @@ func (s *scheduleService) load() error {
 	for k, v := range doc.OffsetTable {
 		level, err := strconv.Atoi(k)
 		if err != nil {
-			return fmt.Errorf("%w: %s: level %q: %w", ErrMetadata, s.file.path, k, err)
+			return fmt.Errorf("%w: %s: level %q: %w", ErrMetadata, s.file.path, k, corrupt.Wrap(err))
 		}
 		s.offsets[level] = v
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+
+	"github.com/spoolmq/spool/internal/corrupt"
 )
 
 // subscriptionGroupFile is the JSON document of config/subscriptionGroup.json
@@ -46,7 +48,7 @@ func (m *SubscriptionGroupManager) load() error {
 	}
 	var doc subscriptionGroupFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, corrupt.Wrap(err))
 	}
 	m.mu.Lock()
 	for name, g := range doc.SubscriptionGroupTable {

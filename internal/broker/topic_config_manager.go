@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spoolmq/spool/internal/corrupt"
 )
 
 // scheduleQueueNums is the number of SCHEDULE_TOPIC_XXXX queues: one per
@@ -108,7 +110,7 @@ func (m *TopicConfigManager) load() error {
 	var doc topicConfigFile
 	if b != nil {
 		if err := json.Unmarshal(b, &doc); err != nil {
-			return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, err)
+			return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.file.path, corrupt.Wrap(err))
 		}
 	}
 	m.mu.Lock()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/spoolmq/spool/internal/corrupt"
 )
 
 // transactionIndexFile is config/transactionIndex.json, Spool's snapshot
@@ -55,12 +57,12 @@ func loadTransactionIndex(path string) (*transactionIndexFile, []pendingHalf, er
 	}
 	var doc transactionIndexFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, nil, fmt.Errorf("%w: decode %s: %w", ErrMetadata, path, err)
+		return nil, nil, fmt.Errorf("%w: decode %s: %w", ErrMetadata, path, corrupt.Wrap(err))
 	}
 	hs := make([]pendingHalf, 0, len(doc.Pending))
 	for _, e := range doc.Pending {
 		if e[7] < 0 || e[7] >= int64(len(doc.Groups)) {
-			return nil, nil, fmt.Errorf("%w: %s: half %d names group %d of %d", ErrMetadata, path, e[0], e[7], len(doc.Groups))
+			return nil, nil, corrupt.Wrap(fmt.Errorf("%w: %s: half %d names group %d of %d", ErrMetadata, path, e[0], e[7], len(doc.Groups)))
 		}
 		hs = append(hs, pendingHalf{queueOffset: e[0], phy: e[1], size: int32(e[2]), born: e[3], stored: e[4],
 			immunityMs: e[5], checks: int32(e[6]), group: doc.Groups[e[7]], opMark: e[8]})

@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"internal/store/index": {"internal/corrupt", "internal/vfs", "internal/clock"},
 	"internal/store":       {"internal/corrupt", "message", "internal/vfs", "internal/clock", "internal/store/index", "internal/store/stats"},
 	"internal/timer":       {"internal/corrupt", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
-	"internal/namesrv":     {"remoting", "remoting/transport", "internal/clock"},
+	"internal/namesrv":     {"internal/corrupt", "remoting", "remoting/transport", "internal/clock"},
 	"internal/broker":      {"*"},
 	"internal/testkit":     {"*"},
 	"internal/layering":    {},
