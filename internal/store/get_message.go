@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,43 +10,6 @@ import (
 )
 
 var readBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
-
-// checkStoredRecord validates a record read for a pull: size, magic, its
-// own physical-offset field and the body CRC. It allocates nothing.
-func checkStoredRecord(rec []byte, phy int64) error {
-	if len(rec) < message.MinRecordSize {
-		return fmt.Errorf("%w: record at %d is %d bytes", ErrCorrupt, phy, len(rec))
-	}
-	if size := int(int32(binary.BigEndian.Uint32(rec))); size != len(rec) {
-		return fmt.Errorf("%w: record at %d has size %d, consume queue says %d", ErrCorrupt, phy, size, len(rec))
-	}
-	if magic := int32(binary.BigEndian.Uint32(rec[4:])); magic != message.MagicCodeV1 && magic != message.MagicCodeV2 {
-		return fmt.Errorf("%w: record at %d has magic %#08x", ErrCorrupt, phy, uint32(magic))
-	}
-	if got := int64(binary.BigEndian.Uint64(rec[28:])); got != phy {
-		return fmt.Errorf("%w: record at %d says it is at %d", ErrCorrupt, phy, got)
-	}
-	sys := int32(binary.BigEndian.Uint32(rec[36:]))
-	bw, sw := 4, 4
-	if sys&message.SysFlagBornHostV6 != 0 {
-		bw = 16
-	}
-	if sys&message.SysFlagStoreHostV6 != 0 {
-		sw = 16
-	}
-	p := 48 + bw + 4 + 8 + sw + 4 + 4 + 8
-	if p+4 > len(rec) {
-		return fmt.Errorf("%w: record at %d too short for its hosts", ErrCorrupt, phy)
-	}
-	n := int(int32(binary.BigEndian.Uint32(rec[p:])))
-	if n < 0 || p+4+n > len(rec) {
-		return fmt.Errorf("%w: record at %d has body length %d", ErrCorrupt, phy, n)
-	}
-	if crc := message.BodyCRC(rec[p+4 : p+4+n]); crc != int32(binary.BigEndian.Uint32(rec[8:])) {
-		return fmt.Errorf("%w: record at %d fails its body CRC", ErrCorrupt, phy)
-	}
-	return nil
-}
 
 // readGapMax is the most bytes of other queues' records a pull reads and
 // throws away to join two of its records into one pread; readSpanMax caps
@@ -252,14 +214,14 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 				continue
 			}
 			rec := data[pk.off : pk.off+pk.size : pk.off+pk.size]
-			err := checkStoredRecord(rec, pk.phy)
+			v, err := checkRecordAt(rec, pk.phy, true)
 			if err == nil {
 				// The record must be the one the entry names: its queue
 				// offset, and never a record that gets no entry (a
 				// prepared or rolled-back transaction part, or the filler
 				// recovery writes over skipped bytes).
-				qo := int64(binary.BigEndian.Uint64(rec[20:]))
-				tt := message.TransactionValue(int32(binary.BigEndian.Uint32(rec[36:])))
+				qo := v.QueueOffset()
+				tt := message.TransactionValue(v.SysFlag())
 				if qo != pk.qo || tt == message.TransactionPreparedType || tt == message.TransactionRollbackType {
 					err = fmt.Errorf("%w: record at %d (queue offset %d) does not match entry %d", ErrCorrupt, pk.phy, qo, pk.qo)
 				}

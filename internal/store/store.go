@@ -504,20 +504,15 @@ func (st *DefaultMessageStore) MinOffsetInQueue(topic string, queueID int32) int
 
 // storeTimeAt reads the store timestamp of the record at phy (size bytes).
 func (st *DefaultMessageStore) storeTimeAt(phy int64) int64 {
-	head, err := st.commitLog.read(nil, phy, 72)
+	head, err := st.commitLog.read(nil, phy, message.RecordHeadLen)
 	if err != nil {
 		return -1
 	}
-	sys := int32(uint32(head[36])<<24 | uint32(head[37])<<16 | uint32(head[38])<<8 | uint32(head[39]))
-	p := message.StoreTimestampPos(sys)
-	if p+8 > len(head) {
+	ts, ok := message.StoreTimestampOf(head)
+	if !ok {
 		return -1
 	}
-	var v int64
-	for _, b := range head[p : p+8] {
-		v = v<<8 | int64(b)
-	}
-	return v
+	return ts
 }
 
 // OffsetInQueueByTime returns the first logical offset whose store time is
