@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
 )
 
@@ -153,7 +154,7 @@ func DefaultConfig() Config {
 		DefaultTopicQueueNums:       8,
 		ClusterTopicEnable:          true,
 		BrokerTopicEnable:           true,
-		MsgTraceTopicName:           "RMQ_SYS_TRACE_TOPIC",
+		MsgTraceTopicName:           systopic.TraceDefault,
 		AutoCreateSubscriptionGroup: true,
 
 		SendMessageThreadPoolNums:     send,

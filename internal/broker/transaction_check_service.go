@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -16,7 +17,7 @@ import (
 const (
 	// transGroup keeps the check service's floors in the consumer offset
 	// table (RocketMQ's CID_RMQ_SYS_TRANS).
-	transGroup = "CID_RMQ_SYS_TRANS"
+	transGroup = systopic.TransGroup
 	// Op record tags: "d" = the half is resolved (commit, rollback or
 	// given up), "c" = one check was sent.
 	transOpDone  = "d"

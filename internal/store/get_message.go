@@ -2,10 +2,10 @@ package store
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 )
 
@@ -89,10 +89,7 @@ func (st *DefaultMessageStore) GetMessage(group, topic string, queueID int32, of
 
 // isSystemTopic tells the day totals to leave a topic out, as RocketMQ's
 // "without system topic" figures.
-func isSystemTopic(topic string) bool {
-	return strings.HasPrefix(topic, "rmq_sys_") || strings.HasPrefix(topic, "RMQ_SYS_") || topic == scheduleTopic ||
-		topic == "TBW102" || strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%")
-}
+func isSystemTopic(topic string) bool { return systopic.OutOfDayTotals(topic) }
 
 func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
 	r := &GetResult{}
