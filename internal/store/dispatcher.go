@@ -8,11 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/delaylevel"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 )
 
 // scheduleTopic holds delayed messages; its tag field is the delivery time.
-const scheduleTopic = "SCHEDULE_TOPIC_XXXX"
+const scheduleTopic = systopic.Schedule
 
 // dispatchRequest is what the dispatcher takes from one record.
 type dispatchRequest struct {
@@ -285,55 +287,7 @@ func (st *DefaultMessageStore) parseDispatch(rec []byte, phy int64) (dispatchReq
 
 // delayMillis is the delay of a level of messageDelayLevel (clamped).
 func (st *DefaultMessageStore) delayMillis(level int) int64 {
-	if len(st.delayLevels) == 0 {
-		return 0
-	}
-	if level > len(st.delayLevels) {
-		level = len(st.delayLevels)
-	}
-	return st.delayLevels[level-1]
-}
-
-// parseDelayLevels parses "1s 5s 10s 30s 1m ... 2h".
-func parseDelayLevels(s string) ([]int64, error) {
-	var out []int64
-	for _, f := range splitFields(s) {
-		unit := f[len(f)-1]
-		n, err := strconv.ParseInt(f[:len(f)-1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: messageDelayLevel %q: %q", ErrConfig, s, f)
-		}
-		switch unit {
-		case 's':
-			n *= 1000
-		case 'm':
-			n *= 60 * 1000
-		case 'h':
-			n *= 3600 * 1000
-		case 'd':
-			n *= 24 * 3600 * 1000
-		default:
-			return nil, fmt.Errorf("%w: messageDelayLevel %q: unit of %q", ErrConfig, s, f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-func splitFields(s string) []string {
-	var out []string
-	start := -1
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ' ' || s[i] == '\t' {
-			if start >= 0 {
-				out = append(out, s[start:i])
-				start = -1
-			}
-		} else if start < 0 {
-			start = i
-		}
-	}
-	return out
+	return delaylevel.Millis(st.delayLevels, level)
 }
 
 var errDispatchStopped = errors.New("store: dispatcher stopped")
