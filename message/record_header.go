@@ -182,10 +182,7 @@ func encodeRecord(dst []byte, topic string, queueID, flag int32, body []byte, pr
 func PatchRecord(rec []byte, queueOffset, physicalOffset, storeTimestamp int64) {
 	binary.BigEndian.PutUint64(rec[posQueueOffset:], uint64(queueOffset))
 	binary.BigEndian.PutUint64(rec[posPhysicalOffset:], uint64(physicalOffset))
-	ts := posBornHost + 8
-	if int32(binary.BigEndian.Uint32(rec[posSysFlag:]))&SysFlagBornHostV6 != 0 {
-		ts = posBornHost + 20
-	}
+	ts := StoreTimestampPos(int32(binary.BigEndian.Uint32(rec[posSysFlag:])))
 	binary.BigEndian.PutUint64(rec[ts:], uint64(storeTimestamp))
 }
 
