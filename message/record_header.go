@@ -203,7 +203,7 @@ func StoreTimestampPos(sysFlag int32) int {
 // copies; readers that only look use ViewRecord, which allocates nothing.
 func ParseRecordHeader(b []byte) (h RecordHeader, err error) {
 	var v RecordView
-	if err = v.init(b); err != nil {
+	if err = v.Load(b); err != nil {
 		if err == ErrBlankRecord {
 			h.TotalSize, h.MagicCode = PeekRecord(b)
 		}

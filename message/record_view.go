@@ -63,13 +63,15 @@ func StoreTimestampOf(head []byte) (ts int64, ok bool) {
 // match corrupt.ErrCorruption. It allocates nothing unless it fails.
 func ViewRecord(b []byte) (RecordView, error) {
 	var v RecordView
-	err := v.init(b)
+	err := v.Load(b)
 	return v, err
 }
 
-// init is ViewRecord into v (ParseRecordHeader uses it to keep the view on
-// its stack); v.b stays nil unless it succeeds.
-func (v *RecordView) init(b []byte) error {
+// Load is ViewRecord into v: readers on a hot path keep one view on their
+// stack and load it, so that no view is copied. v.Bytes() is nil unless
+// it succeeds.
+func (v *RecordView) Load(b []byte) error {
+	v.b = nil
 	if len(b) < RecordPrefixLen {
 		return recordErr(ErrRecordTooShort, "%d bytes, need 8 for size and magic", len(b))
 	}
@@ -148,12 +150,18 @@ func recordErr(kind error, format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{kind}, args...)...)
 }
 
-// CheckCRC checks the body CRC; a mismatch wraps ErrBadCRC.
-func (v RecordView) CheckCRC() error {
+// CheckCRC checks the body CRC; a mismatch wraps ErrBadCRC. It is small
+// enough to be inlined (the error is built out of line).
+func (v *RecordView) CheckCRC() error {
 	if got := BodyCRC(v.Body()); got != v.BodyCRC() {
-		return fmt.Errorf("%w: stored %#08x, computed %#08x", ErrBadCRC, uint32(v.BodyCRC()), uint32(got))
+		return crcErr(v.BodyCRC(), got)
 	}
 	return nil
+}
+
+//go:noinline
+func crcErr(stored, computed int32) error {
+	return fmt.Errorf("%w: stored %#08x, computed %#08x", ErrBadCRC, uint32(stored), uint32(computed))
 }
 
 func (v RecordView) i32(p int) int32 { return get32(v.b, p) }

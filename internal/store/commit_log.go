@@ -596,7 +596,8 @@ func (c *CommitLog) recordAt(phy int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := checkRecordAt(rec, phy, true); err != nil {
+	var v message.RecordView
+	if err := checkRecordAt(&v, rec, phy, true); err != nil {
 		return nil, err
 	}
 	return rec, nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spoolmq/spool/internal/corrupt"
+	"github.com/spoolmq/spool/message"
 )
 
 // Every bad-bytes error of the store matches the one corruption marker.
@@ -18,7 +19,8 @@ func TestBadBytesMatchErrCorruption(t *testing.T) {
 	if _, err := decodeCheckpoint(b); !errors.Is(err, ErrCorrupt) || !errors.Is(err, corrupt.ErrCorruption) {
 		t.Fatalf("checkpoint with a bad CRC: %v", err)
 	}
-	if _, err := checkRecordAt(make([]byte, 100), 0, true); !errors.Is(err, ErrCorrupt) || !errors.Is(err, corrupt.ErrCorruption) {
+	var v message.RecordView
+	if err := checkRecordAt(&v, make([]byte, 100), 0, true); !errors.Is(err, ErrCorrupt) || !errors.Is(err, corrupt.ErrCorruption) {
 		t.Fatalf("zeroed record: %v", err)
 	}
 	if errors.Is(ErrClosed, corrupt.ErrCorruption) {

@@ -266,7 +266,8 @@ func TestTornTailsAndBitFlips(t *testing.T) {
 			// may survive; the record must still pass every check.
 			b, err := s2.commitLog.read(nil, rec.off, int(rec.size))
 			if err == nil {
-				_, err = checkRecordAt(b, rec.off, true)
+				var v message.RecordView
+				err = checkRecordAt(&v, b, rec.off, true)
 			}
 			if err != nil {
 				t.Fatalf("iter %d: flip at %d kept a bad record (end %d): %v", iter, off, got, err)

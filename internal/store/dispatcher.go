@@ -249,8 +249,8 @@ func (d *dispatcher) pass() error {
 // writes no other). Prepared and rolled-back transaction records get no
 // queue entry (topic left empty).
 func (st *DefaultMessageStore) parseDispatch(rec []byte, phy int64) (dispatchRequest, error) {
-	v, err := checkRecordAt(rec, phy, false)
-	if err != nil {
+	var v message.RecordView
+	if err := checkRecordAt(&v, rec, phy, false); err != nil {
 		return dispatchRequest{}, err
 	}
 	if m := v.Magic(); m != message.MagicCodeV1 {

@@ -32,8 +32,8 @@ func FuzzDecodeCQEntry(f *testing.F) {
 // accepts a record the full decoder would refuse for its body.
 func FuzzCheckStoredRecord(f *testing.F) {
 	checkStoredRecord := func(b []byte, phy int64) error {
-		_, err := checkRecordAt(b, phy, true)
-		return err
+		var v message.RecordView
+		return checkRecordAt(&v, b, phy, true)
 	}
 	rec := message.EncodeRecord(nil, testMsg("T", 1, "hello", "tag"), "")
 	message.PatchRecord(rec, 3, 1000, 1700000000000)

@@ -206,12 +206,13 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 		}
 		r.Buffers = make([][]byte, 0, len(picks))
 		r.QueueOffsets = make([]int64, 0, len(picks))
+		var v message.RecordView
 		for _, pk := range picks {
 			if !pk.ok {
 				continue
 			}
 			rec := data[pk.off : pk.off+pk.size : pk.off+pk.size]
-			v, err := checkRecordAt(rec, pk.phy, true)
+			err := checkRecordAt(&v, rec, pk.phy, true)
 			if err == nil {
 				// The record must be the one the entry names: its queue
 				// offset, and never a record that gets no entry (a

@@ -314,8 +314,8 @@ func validateRecordAt(b []byte, off, size int64, checkCRC bool) error {
 	if size < message.MinRecordSize || size > int64(len(b)) {
 		return fmt.Errorf("bad size %d", size)
 	}
-	_, err := recordProblem(b[:size], off, checkCRC)
-	return err
+	var v message.RecordView
+	return recordProblem(&v, b[:size], off, checkCRC)
 }
 
 // findNextRecord finds the next valid record in mf at or after off, or the
