@@ -36,6 +36,14 @@
 // 0xCBD43194; it never goes on the wire (ParseRecordHeader reports
 // ErrBlankRecord).
 //
+// Only this package knows the field positions. Readers look at a record
+// through RecordView (ViewRecord checks the lengths once; each accessor
+// is a load at a fixed or derived offset, nothing is allocated), or copy
+// its fields out with ParseRecordHeader, which is built on the view;
+// scanners read TOTALSIZE and MAGICCODE with PeekRecord, writers of the
+// blank marker use PutBlank. Every error about a record's bytes matches
+// corrupt.ErrCorruption.
+//
 // # Properties
 //
 //	name 0x01 value 0x02 name 0x01 value 0x02 ...

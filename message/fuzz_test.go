@@ -66,3 +66,21 @@ func FuzzDecodeBatchBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPropertyBytes: the byte lookup the store's readers use agrees with
+// LookupProperty.
+func FuzzPropertyBytes(f *testing.F) {
+	f.Add("TAGS\x01a\x02KEYS\x01k\x02", "TAGS")
+	f.Add("TAGS\x01\x02TAGS\x01b\x02", "TAGS")
+	f.Add("\x01x\x02TAGS\x01a\x01b\x02", "TAGS")
+	f.Fuzz(func(t *testing.T, props, name string) {
+		if name == "" || bytes.ContainsAny([]byte(name), "\x01\x02") {
+			return
+		}
+		got, ok := PropertyBytes([]byte(props), name)
+		want, wok := LookupProperty(props, name)
+		if ok != wok || string(got) != want {
+			t.Fatalf("%q in %q: %q,%v want %q,%v", name, props, got, ok, want, wok)
+		}
+	})
+}

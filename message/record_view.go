@@ -63,23 +63,32 @@ func StoreTimestampOf(head []byte) (ts int64, ok bool) {
 // match corrupt.ErrCorruption. It allocates nothing unless it fails.
 func ViewRecord(b []byte) (RecordView, error) {
 	var v RecordView
+	err := v.Load(b)
+	return v, err
+}
+
+// Load is ViewRecord into v: readers on a hot path keep one view on their
+// stack and load it, so that no view is copied. v.Bytes() is nil unless
+// it succeeds.
+func (v *RecordView) Load(b []byte) error {
+	v.b = nil
 	if len(b) < RecordPrefixLen {
-		return v, fmt.Errorf("%w: %d bytes, need 8 for size and magic", ErrRecordTooShort, len(b))
+		return recordErr(ErrRecordTooShort, "%d bytes, need 8 for size and magic", len(b))
 	}
 	size, magic := PeekRecord(b)
 	switch magic {
 	case MagicCodeV1, MagicCodeV2:
 	case BlankMagicCode:
-		return v, ErrBlankRecord
+		return ErrBlankRecord
 	default:
-		return v, fmt.Errorf("%w: %#08x", ErrBadMagic, uint32(magic))
+		return recordErr(ErrBadMagic, "%#08x", uint32(magic))
 	}
 	total := int(size)
 	if total < MinRecordSize {
-		return v, fmt.Errorf("%w: total size %d below minimum %d", ErrBadLength, total, MinRecordSize)
+		return recordErr(ErrBadLength, "total size %d below minimum %d", total, MinRecordSize)
 	}
 	if total > len(b) {
-		return v, fmt.Errorf("%w: total size %d, have %d bytes", ErrRecordTooShort, total, len(b))
+		return recordErr(ErrRecordTooShort, "total size %d, have %d bytes", total, len(b))
 	}
 	rec := b[:total:total]
 	sys := int32(binary.BigEndian.Uint32(rec[posSysFlag:]))
@@ -93,56 +102,74 @@ func ViewRecord(b []byte) (RecordView, error) {
 	// Fixed part up to and including the body length field.
 	p := posBornHost + v.bornW + 4 + 8 + v.storeW + 4 + 4 + 8 + 4
 	if total < p+1+2 {
-		return v, fmt.Errorf("%w: total size %d below minimum %d for its host widths", ErrBadLength, total, p+3)
+		return recordErr(ErrBadLength, "total size %d below minimum %d for its host widths", total, p+3)
 	}
 	bodyLen := int(int32(binary.BigEndian.Uint32(rec[p-4:])))
 	if bodyLen < 0 || bodyLen > total-p {
-		return v, fmt.Errorf("%w: body length %d at %d in a %d-byte record", ErrBadLength, bodyLen, p-4, total)
+		return recordErr(ErrBadLength, "body length %d at %d in a %d-byte record", bodyLen, p-4, total)
 	}
 	v.bodyAt, v.bodyLen = p, bodyLen
 	p += bodyLen
 	var topicLen int
 	if magic == MagicCodeV2 {
 		if total-p < 2 {
-			return v, fmt.Errorf("%w: no room for the topic length at %d", ErrBadLength, p)
+			return recordErr(ErrBadLength, "no room for the topic length at %d", p)
 		}
 		topicLen = int(binary.BigEndian.Uint16(rec[p:]))
 		p += 2
 	} else {
 		if total-p < 1 {
-			return v, fmt.Errorf("%w: no room for the topic length at %d", ErrBadLength, p)
+			return recordErr(ErrBadLength, "no room for the topic length at %d", p)
 		}
 		topicLen = int(int8(rec[p]))
 		p++
 	}
 	if topicLen < 0 || topicLen > total-p {
-		return v, fmt.Errorf("%w: topic length %d at %d in a %d-byte record", ErrBadLength, topicLen, p-1, total)
+		return recordErr(ErrBadLength, "topic length %d at %d in a %d-byte record", topicLen, p-1, total)
 	}
 	v.topicAt, v.topicLen = p, topicLen
 	p += topicLen
 	if total-p < 2 {
-		return v, fmt.Errorf("%w: no room for the properties length at %d", ErrBadLength, p)
+		return recordErr(ErrBadLength, "no room for the properties length at %d", p)
 	}
 	propsLen := int(int16(binary.BigEndian.Uint16(rec[p:])))
 	p += 2
 	if propsLen < 0 || propsLen != total-p {
-		return v, fmt.Errorf("%w: properties length %d at %d, %d bytes left in the record", ErrBadLength, propsLen, p-2, total-p)
+		return recordErr(ErrBadLength, "properties length %d at %d, %d bytes left in the record", propsLen, p-2, total-p)
 	}
 	v.propsAt, v.propsLen = p, propsLen
 	v.b = rec
-	return v, nil
+	return nil
 }
 
-// CheckCRC checks the body CRC; a mismatch wraps ErrBadCRC.
-func (v RecordView) CheckCRC() error {
+// recordErr is the error of a record that fails a check, wrapping kind.
+// It is kept out of line so that the checks' frame stays small.
+//
+//go:noinline
+func recordErr(kind error, format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{kind}, args...)...)
+}
+
+// CheckCRC checks the body CRC; a mismatch wraps ErrBadCRC. It is small
+// enough to be inlined (the error is built out of line).
+func (v *RecordView) CheckCRC() error {
 	if got := BodyCRC(v.Body()); got != v.BodyCRC() {
-		return fmt.Errorf("%w: stored %#08x, computed %#08x", ErrBadCRC, uint32(v.BodyCRC()), uint32(got))
+		return crcErr(v.BodyCRC(), got)
 	}
 	return nil
 }
 
-func (v RecordView) i32(p int) int32 { return int32(binary.BigEndian.Uint32(v.b[p:])) }
-func (v RecordView) i64(p int) int64 { return int64(binary.BigEndian.Uint64(v.b[p:])) }
+//go:noinline
+func crcErr(stored, computed int32) error {
+	return fmt.Errorf("%w: stored %#08x, computed %#08x", ErrBadCRC, uint32(stored), uint32(computed))
+}
+
+func (v RecordView) i32(p int) int32 { return get32(v.b, p) }
+func (v RecordView) i64(p int) int64 { return get64(v.b, p) }
+
+// get32 and get64 read a big-endian field at p.
+func get32(b []byte, p int) int32 { return int32(binary.BigEndian.Uint32(b[p:])) }
+func get64(b []byte, p int) int64 { return int64(binary.BigEndian.Uint64(b[p:])) }
 
 // storeTsAt is the position of STORETIMESTAMP.
 func (v RecordView) storeTsAt() int { return posBornHost + v.bornW + 4 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolmq/spool/internal/store/stats"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -294,7 +295,7 @@ type sendBuilder struct {
 
 func (b *sendBuilder) build(topic string, queueID int, body []byte, batch int, ser remoting.SerializeType, now time.Time) *remoting.Command {
 	if b.ext == nil || b.topic != topic {
-		b.ext = map[string]string{"a": "spool-bench", "b": topic, "c": "TBW102", "d": "4",
+		b.ext = map[string]string{"a": "spool-bench", "b": topic, "c": systopic.AutoCreate, "d": "4",
 			"f": "0", "h": "0", "j": "0", "k": "false"}
 		b.topic, b.qidS, b.msS = topic, "", ""
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -149,7 +150,7 @@ func createTopic(cli *transport.Client, namesrvs []string, topic string, queues,
 	}
 	for _, addr := range brokers {
 		ext := map[string]string{
-			"topic": topic, "defaultTopic": "TBW102",
+			"topic": topic, "defaultTopic": systopic.AutoCreate,
 			"readQueueNums": fmt.Sprint(queues), "writeQueueNums": fmt.Sprint(queues),
 			"perm": fmt.Sprint(perm), "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
 		}

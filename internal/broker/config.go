@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
 )
 
@@ -154,7 +155,7 @@ func DefaultConfig() Config {
 		DefaultTopicQueueNums:       8,
 		ClusterTopicEnable:          true,
 		BrokerTopicEnable:           true,
-		MsgTraceTopicName:           "RMQ_SYS_TRACE_TOPIC",
+		MsgTraceTopicName:           systopic.TraceDefault,
 		AutoCreateSubscriptionGroup: true,
 
 		SendMessageThreadPoolNums:     send,

@@ -6,34 +6,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolmq/spool/internal/delaylevel"
 	"github.com/spoolmq/spool/message"
 )
 
-// defaultDelayLevels is RocketMQ's messageDelayLevel default.
-const defaultDelayLevels = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-
-// parseDelayLevels parses messageDelayLevel: space-separated durations with
-// unit s, m, h or d.
+// parseDelayLevels parses messageDelayLevel with internal/delaylevel's
+// rule.
 func parseDelayLevels(s string) ([]time.Duration, error) {
-	if strings.TrimSpace(s) == "" {
-		s = defaultDelayLevels
+	levels, err := delaylevel.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	var out []time.Duration
-	for _, f := range strings.Fields(s) {
-		if len(f) < 2 {
-			return nil, fmt.Errorf("%w: messageDelayLevel entry %q", ErrConfig, f)
-		}
-		unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[f[len(f)-1]]
-		n, err := strconv.ParseInt(f[:len(f)-1], 10, 64)
-		if unit == 0 || err != nil || n < 0 {
-			return nil, fmt.Errorf("%w: messageDelayLevel entry %q (want a number with unit s, m, h or d)", ErrConfig, f)
-		}
-		out = append(out, time.Duration(n)*unit)
-	}
-	if len(out) > scheduleQueueNums {
-		return nil, fmt.Errorf("%w: messageDelayLevel has %d levels, at most %d are supported", ErrConfig, len(out), scheduleQueueNums)
-	}
-	return out, nil
+	return levels, nil
 }
 
 // delayLevelOf returns the DELAY property as a level (0 when absent or not

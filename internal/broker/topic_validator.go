@@ -3,24 +3,26 @@ package broker
 import (
 	"fmt"
 	"strings"
+
+	"github.com/spoolmq/spool/internal/systopic"
 )
 
-// Names of the system topics and prefixes (RocketMQ TopicValidator, MixAll).
+// Names of the system topics and prefixes; internal/systopic owns them.
 const (
-	topicAutoCreate       = "TBW102"
-	topicSchedule         = "SCHEDULE_TOPIC_XXXX"
-	topicBenchmark        = "BenchmarkTest"
-	topicTransHalf        = "RMQ_SYS_TRANS_HALF_TOPIC"
-	topicTransOpHalf      = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-	topicTransCheckMax    = "TRANS_CHECK_MAX_TIME_TOPIC"
-	topicSelfTest         = "SELF_TEST_TOPIC"
-	topicOffsetMovedEvent = "OFFSET_MOVED_EVENT"
-	topicTraceDefault     = "RMQ_SYS_TRACE_TOPIC"
-	replyTopicSuffix      = "_REPLY_TOPIC"
-	systemTopicPrefix     = "rmq_sys_"
+	topicAutoCreate       = systopic.AutoCreate
+	topicSchedule         = systopic.Schedule
+	topicBenchmark        = systopic.Benchmark
+	topicTransHalf        = systopic.TransHalf
+	topicTransOpHalf      = systopic.TransOpHalf
+	topicTransCheckMax    = systopic.TransCheckMax
+	topicSelfTest         = systopic.SelfTest
+	topicOffsetMovedEvent = systopic.OffsetMovedEvent
+	topicTraceDefault     = systopic.TraceDefault
+	replyTopicSuffix      = systopic.ReplySuffix
+	systemTopicPrefix     = systopic.SystemPrefix
 
-	retryGroupTopicPrefix = "%RETRY%"
-	dlqGroupTopicPrefix   = "%DLQ%"
+	retryGroupTopicPrefix = systopic.RetryPrefix
+	dlqGroupTopicPrefix   = systopic.DLQPrefix
 
 	topicMaxLength      = 127
 	retryTopicMaxLength = 255
@@ -29,31 +31,17 @@ const (
 	faqURL = "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 )
 
-// notAllowedSendTopics may never be written by a producer.
-var notAllowedSendTopics = map[string]bool{
-	topicSchedule: true, topicTransHalf: true, topicTransOpHalf: true, topicTransCheckMax: true,
-	topicSelfTest: true, topicOffsetMovedEvent: true,
-}
+// isSystemTopic is RocketMQ's TopicValidator.isSystemTopic.
+func isSystemTopic(t string) bool { return systopic.IsSystem(t) }
 
-// isSystemTopic is RocketMQ's TopicValidator.isSystemTopic. It runs on
-// every put (the day totals leave system topics out), so it is a switch,
-// which compares lengths before bytes, rather than a map that hashes.
-func isSystemTopic(t string) bool {
-	switch t {
-	case topicAutoCreate, topicSchedule, topicBenchmark, topicTransHalf, topicTraceDefault,
-		topicTransOpHalf, topicTransCheckMax, topicSelfTest, topicOffsetMovedEvent:
-		return true
-	}
-	return strings.HasPrefix(t, systemTopicPrefix)
-}
+// isNotAllowedSendTopic reports the topics no producer may write.
+func isNotAllowedSendTopic(t string) bool { return systopic.IsNotAllowedSend(t) }
 
-func isNotAllowedSendTopic(t string) bool { return notAllowedSendTopics[t] }
+func isRetryTopic(t string) bool { return systopic.IsRetry(t) }
 
-func isRetryTopic(t string) bool { return strings.HasPrefix(t, retryGroupTopicPrefix) }
+func retryTopic(group string) string { return systopic.Retry(group) }
 
-func retryTopic(group string) string { return retryGroupTopicPrefix + group }
-
-func dlqTopic(group string) string { return dlqGroupTopicPrefix + group }
+func dlqTopic(group string) string { return systopic.DLQ(group) }
 
 // validNameChars reports whether s uses only ^[%|a-zA-Z0-9_-]+$.
 func validNameChars(s string) bool {

@@ -25,3 +25,22 @@ func (m *marker) Error() string { return m.msg }
 
 // Is reports ErrCorruption as a match (identity is checked by errors.Is).
 func (m *marker) Is(target error) bool { return target == ErrCorruption }
+
+// Wrap marks err, an error about bytes that cannot be right (a decoder's
+// complaint about a metadata file, say), as corruption: the result has err's
+// text, unwraps to err and matches ErrCorruption. Wrap(nil) is nil.
+func Wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &wrapped{err: err}
+}
+
+type wrapped struct{ err error }
+
+func (w *wrapped) Error() string { return w.err.Error() }
+
+func (w *wrapped) Unwrap() error { return w.err }
+
+// Is reports ErrCorruption as a match.
+func (w *wrapped) Is(target error) bool { return target == ErrCorruption }

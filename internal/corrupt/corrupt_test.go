@@ -22,3 +22,21 @@ func TestNewMatchesItselfAndErrCorruption(t *testing.T) {
 		t.Fatal("an unrelated error matches ErrCorruption")
 	}
 }
+
+func TestWrapKeepsTextAndChainAndMatchesErrCorruption(t *testing.T) {
+	base := errors.New("metadata file")
+	inner := fmt.Errorf("%w: decode x.json: unexpected end", base)
+	err := fmt.Errorf("loading: %w", Wrap(inner))
+	if !errors.Is(err, ErrCorruption) || !errors.Is(err, base) {
+		t.Fatalf("errors.Is(%v) misses ErrCorruption or the wrapped chain", err)
+	}
+	if err.Error() != "loading: metadata file: decode x.json: unexpected end" {
+		t.Fatalf("text %q", err.Error())
+	}
+	if Wrap(nil) != nil {
+		t.Fatal("Wrap(nil) != nil")
+	}
+	if errors.Is(inner, ErrCorruption) {
+		t.Fatal("the unwrapped error matches ErrCorruption")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spoolmq/spool/internal/corrupt"
 )
 
 // consumerOffsetFile is the JSON document of config/consumerOffset.json:
@@ -44,7 +46,7 @@ func (m *ConsumerOffsetManager) Load() error {
 	}
 	var doc consumerOffsetFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.File.Path, err)
+		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.File.Path, corrupt.Wrap(err))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+
+	"github.com/spoolmq/spool/internal/corrupt"
 )
 
 // subscriptionGroupFile is the JSON document of config/subscriptionGroup.json
@@ -47,7 +49,7 @@ func (m *SubscriptionGroupManager) Load() error {
 	}
 	var doc subscriptionGroupFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.File.Path, err)
+		return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.File.Path, corrupt.Wrap(err))
 	}
 	m.mu.Lock()
 	for name, g := range doc.SubscriptionGroupTable {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spoolmq/spool/internal/corrupt"
 )
 
 // topicsFilePause is the least time between two background writes of
@@ -82,7 +84,7 @@ func (m *TopicConfigManager) Load() error {
 	var doc TopicConfigFile
 	if b != nil {
 		if err := json.Unmarshal(b, &doc); err != nil {
-			return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.File.Path, err)
+			return fmt.Errorf("%w: decode %s: %w", ErrMetadata, m.File.Path, corrupt.Wrap(err))
 		}
 	}
 	m.mu.Lock()

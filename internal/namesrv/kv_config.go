@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/spoolmq/spool/internal/corrupt"
 )
 
 // KVConfig is the name server's namespace -> key -> value table (PUT/GET/
@@ -28,7 +30,7 @@ type kvConfigFile struct {
 func DecodeKVConfig(data []byte) (*KVConfig, error) {
 	var f kvConfigFile
 	if err := unmarshalJavaJSON(data, &f); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadKVConfigFile, err)
+		return nil, corrupt.Wrap(fmt.Errorf("%w: %v", ErrBadKVConfigFile, err))
 	}
 	kv := NewKVConfig()
 	for ns, m := range f.ConfigTable {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/corrupt"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
@@ -97,7 +98,7 @@ func (s *Service) Load() error {
 	}
 	var doc DelayOffsetFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%w: decode %s: %w", metadata.ErrMetadata, s.File.Path, err)
+		return fmt.Errorf("%w: decode %s: %w", metadata.ErrMetadata, s.File.Path, corrupt.Wrap(err))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -108,7 +109,7 @@ func (s *Service) Load() error {
 	for k, v := range doc.OffsetTable {
 		level, err := strconv.Atoi(k)
 		if err != nil {
-			return fmt.Errorf("%w: %s: level %q: %w", metadata.ErrMetadata, s.File.Path, k, err)
+			return fmt.Errorf("%w: %s: level %q: %w", metadata.ErrMetadata, s.File.Path, k, corrupt.Wrap(err))
 		}
 		s.offsets[level] = v
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,7 @@ import (
 
 // blankSize is the size of the end-of-file marker: TOTALSIZE (the bytes
 // left in the file) and the blank magic code.
-const blankSize = 8
+const blankSize = message.RecordPrefixLen
 
 // inlineCopyMax is the largest record run copied into a mapping while the
 // put lock is held; larger ones reserve space under the lock and are copied
@@ -398,8 +397,7 @@ func (c *CommitLog) adoptSpill(sp, real *MappedFile) error {
 // blankRecord is the end-of-file marker for n bytes left.
 func blankRecord(n int64) []byte {
 	b := make([]byte, blankSize)
-	binary.BigEndian.PutUint32(b, uint32(n))
-	binary.BigEndian.PutUint32(b[4:], uint32(int64(message.BlankMagicCode)&0xffffffff))
+	message.PutBlank(b, int(n))
 	return b
 }
 
@@ -586,8 +584,8 @@ func (c *CommitLog) recordAt(phy int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := int(int32(binary.BigEndian.Uint32(head)))
-	magic := int32(binary.BigEndian.Uint32(head[4:]))
+	sz, magic := message.PeekRecord(head)
+	size := int(sz)
 	if magic != message.MagicCodeV1 && magic != message.MagicCodeV2 {
 		return nil, fmt.Errorf("%w: no record at %d (magic %#08x)", ErrOffsetNotFound, phy, uint32(magic))
 	}
@@ -598,8 +596,9 @@ func (c *CommitLog) recordAt(phy int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := message.CheckRecord(rec); err != nil {
-		return nil, fmt.Errorf("%w: record at %d: %w", ErrCorrupt, phy, err)
+	var v message.RecordView
+	if err := checkRecordAt(&v, rec, phy, true); err != nil {
+		return nil, err
 	}
 	return rec, nil
 }

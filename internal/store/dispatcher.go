@@ -1,8 +1,6 @@
 package store
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,11 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/delaylevel"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 )
 
 // scheduleTopic holds delayed messages; its tag field is the delivery time.
-const scheduleTopic = "SCHEDULE_TOPIC_XXXX"
+const scheduleTopic = systopic.Schedule
 
 // dispatchRequest is what the dispatcher takes from one record.
 type dispatchRequest struct {
@@ -185,8 +185,8 @@ func (d *dispatcher) pass() error {
 		p := 0
 		next := from
 		for p+blankSize <= len(buf) {
-			size := int(int32(binary.BigEndian.Uint32(buf[p:])))
-			magic := int32(binary.BigEndian.Uint32(buf[p+4:]))
+			sz, magic := message.PeekRecord(buf[p:])
+			size := int(sz)
 			if magic == message.BlankMagicCode {
 				next = fileEnd
 				p = len(buf)
@@ -243,70 +243,32 @@ func (d *dispatcher) pass() error {
 	}
 }
 
-// parseDispatch reads the fields dispatch needs from a record at phy,
-// without allocating in the common case (same topic and tags as the
-// previous record). Prepared and rolled-back transaction records get no
+// parseDispatch reads the fields dispatch needs from a record at phy
+// through its view, without allocating in the common case (same topic and
+// tags as the previous record). Only V1 records are dispatched (the store
+// writes no other). Prepared and rolled-back transaction records get no
 // queue entry (topic left empty).
 func (st *DefaultMessageStore) parseDispatch(rec []byte, phy int64) (dispatchRequest, error) {
-	bad := func() (dispatchRequest, error) {
-		_, err := message.ParseRecordHeader(rec)
-		if err == nil {
-			err = fmt.Errorf("inconsistent layout")
-		}
-		return dispatchRequest{}, fmt.Errorf("%w: record at %d: %w", ErrCorrupt, phy, err)
+	var v message.RecordView
+	if err := checkRecordAt(&v, rec, phy, false); err != nil {
+		return dispatchRequest{}, err
 	}
-	n := len(rec)
-	if n < message.MinRecordSize || int(int32(binary.BigEndian.Uint32(rec))) != n {
-		return bad()
+	if m := v.Magic(); m != message.MagicCodeV1 {
+		return dispatchRequest{}, fmt.Errorf("%w: record at %d: magic %#08x, dispatch reads V1 records only", ErrCorrupt, phy, uint32(m))
 	}
-	if m := int32(binary.BigEndian.Uint32(rec[4:])); m != message.MagicCodeV1 {
-		return bad()
-	}
-	if got := int64(binary.BigEndian.Uint64(rec[28:])); got != phy {
-		return dispatchRequest{}, fmt.Errorf("%w: record at %d says it is at %d", ErrCorrupt, phy, got)
-	}
-	sys := int32(binary.BigEndian.Uint32(rec[36:]))
-	req := dispatchRequest{phy: phy, size: int32(n), sysFlag: sys}
-	tsPos := message.StoreTimestampPos(sys)
-	req.storeTs = int64(binary.BigEndian.Uint64(rec[tsPos:]))
+	sys := v.SysFlag()
+	req := dispatchRequest{phy: phy, size: int32(len(rec)), sysFlag: sys, storeTs: v.StoreTimestamp()}
 	switch message.TransactionValue(sys) {
 	case message.TransactionPreparedType, message.TransactionRollbackType:
 		return req, nil
 	}
-	sw := 4
-	if sys&message.SysFlagStoreHostV6 != 0 {
-		sw = 16
-	}
-	p := tsPos + 8 + sw + 4 + 4 + 8
-	if p+4 > n {
-		return bad()
-	}
-	bodyLen := int(int32(binary.BigEndian.Uint32(rec[p:])))
-	p += 4
-	if bodyLen < 0 || p+bodyLen+1 > n {
-		return bad()
-	}
-	p += bodyLen
-	tl := int(int8(rec[p]))
-	p++
-	if tl < 0 || p+tl+2 > n {
-		return bad()
-	}
-	topic := rec[p : p+tl]
-	p += tl
-	pl := int(int16(binary.BigEndian.Uint16(rec[p:])))
-	p += 2
-	if pl < 0 || p+pl != n {
-		return bad()
-	}
-	props := rec[p:]
-	if string(topic) != st.lastTopic {
+	if topic := v.Topic(); string(topic) != st.lastTopic {
 		st.lastTopic = string(topic)
 	}
 	req.topic = st.lastTopic
-	req.queueID = int32(binary.BigEndian.Uint32(rec[12:]))
-	req.queueOffset = int64(binary.BigEndian.Uint64(rec[20:]))
-	if tags, ok := propertyBytes(props, message.PropertyTags); ok && len(tags) > 0 {
+	req.queueID = v.QueueID()
+	req.queueOffset = v.QueueOffset()
+	if tags, ok := v.Property(message.PropertyTags); ok && len(tags) > 0 {
 		if string(tags) != st.lastTags {
 			st.lastTags = string(tags)
 			st.lastTagsCode = message.TagsHashCode(st.lastTags)
@@ -314,7 +276,7 @@ func (st *DefaultMessageStore) parseDispatch(rec []byte, phy int64) (dispatchReq
 		req.tagsCode = st.lastTagsCode
 	}
 	if req.topic == scheduleTopic {
-		if lv, ok := propertyBytes(props, message.PropertyDelayTimeLevel); ok {
+		if lv, ok := v.Property(message.PropertyDelayTimeLevel); ok {
 			if level, err := strconv.Atoi(string(lv)); err == nil && level > 0 {
 				req.tagsCode = req.storeTs + st.delayMillis(level)
 			}
@@ -323,80 +285,9 @@ func (st *DefaultMessageStore) parseDispatch(rec []byte, phy int64) (dispatchReq
 	return req, nil
 }
 
-// propertyBytes finds name in an encoded property string with
-// message.LookupProperty's rule (Java's: the last occurrence with a
-// non-empty value wins).
-func propertyBytes(props []byte, name string) ([]byte, bool) {
-	var val []byte
-	found := false
-	for len(props) > 0 {
-		end := bytes.IndexByte(props, message.PropertySeparator)
-		seg := props
-		if end >= 0 {
-			seg, props = props[:end], props[end+1:]
-		} else {
-			props = nil
-		}
-		if len(seg) > len(name) && string(seg[:len(name)]) == name && seg[len(name)] == message.NameValueSeparator {
-			if v := seg[len(name)+1:]; len(v) > 0 {
-				val, found = v, true
-			}
-		}
-	}
-	return val, found
-}
-
 // delayMillis is the delay of a level of messageDelayLevel (clamped).
 func (st *DefaultMessageStore) delayMillis(level int) int64 {
-	if len(st.delayLevels) == 0 {
-		return 0
-	}
-	if level > len(st.delayLevels) {
-		level = len(st.delayLevels)
-	}
-	return st.delayLevels[level-1]
-}
-
-// parseDelayLevels parses "1s 5s 10s 30s 1m ... 2h".
-func parseDelayLevels(s string) ([]int64, error) {
-	var out []int64
-	for _, f := range splitFields(s) {
-		unit := f[len(f)-1]
-		n, err := strconv.ParseInt(f[:len(f)-1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: messageDelayLevel %q: %q", ErrConfig, s, f)
-		}
-		switch unit {
-		case 's':
-			n *= 1000
-		case 'm':
-			n *= 60 * 1000
-		case 'h':
-			n *= 3600 * 1000
-		case 'd':
-			n *= 24 * 3600 * 1000
-		default:
-			return nil, fmt.Errorf("%w: messageDelayLevel %q: unit of %q", ErrConfig, s, f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-func splitFields(s string) []string {
-	var out []string
-	start := -1
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ' ' || s[i] == '\t' {
-			if start >= 0 {
-				out = append(out, s[start:i])
-				start = -1
-			}
-		} else if start < 0 {
-			start = i
-		}
-	}
-	return out
+	return delaylevel.Millis(st.delayLevels, level)
 }
 
 var errDispatchStopped = errors.New("store: dispatcher stopped")

@@ -3,13 +3,16 @@ package store
 import (
 	"errors"
 	"syscall"
+
+	"github.com/spoolmq/spool/internal/corrupt"
 )
 
 // Sentinel errors of the store. Errors returned by the store wrap one of
 // these; corruption errors also wrap ErrCorrupt.
 var (
-	// ErrCorrupt marks data that failed validation where it must be valid.
-	ErrCorrupt = errors.New("store: corruption")
+	// ErrCorrupt marks data that failed validation where it must be valid;
+	// it matches corrupt.ErrCorruption too.
+	ErrCorrupt = corrupt.New("store: corruption")
 	// ErrNotBuilt names a part of the store that does not exist yet.
 	ErrNotBuilt = errors.New("store: not built")
 	// ErrClosed is returned after Shutdown.

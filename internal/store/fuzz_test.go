@@ -31,6 +31,10 @@ func FuzzDecodeCQEntry(f *testing.F) {
 // FuzzCheckStoredRecord: the read-path record check never panics and never
 // accepts a record the full decoder would refuse for its body.
 func FuzzCheckStoredRecord(f *testing.F) {
+	checkStoredRecord := func(b []byte, phy int64) error {
+		var v message.RecordView
+		return checkRecordAt(&v, b, phy, true)
+	}
 	rec := message.EncodeRecord(nil, testMsg("T", 1, "hello", "tag"), "")
 	message.PatchRecord(rec, 3, 1000, 1700000000000)
 	f.Add(rec, int64(1000))
@@ -46,24 +50,6 @@ func FuzzCheckStoredRecord(f *testing.F) {
 			if bytes.Contains([]byte(err.Error()), []byte("CRC")) {
 				t.Fatalf("read check passed a record with a bad CRC: %v", err)
 			}
-		}
-	})
-}
-
-// FuzzPropertyBytes: the dispatcher's byte lookup agrees with
-// message.LookupProperty.
-func FuzzPropertyBytes(f *testing.F) {
-	f.Add("TAGS\x01a\x02KEYS\x01k\x02", "TAGS")
-	f.Add("TAGS\x01\x02TAGS\x01b\x02", "TAGS")
-	f.Add("\x01x\x02TAGS\x01a\x01b\x02", "TAGS")
-	f.Fuzz(func(t *testing.T, props, name string) {
-		if name == "" || bytes.ContainsAny([]byte(name), "\x01\x02") {
-			return
-		}
-		got, ok := propertyBytes([]byte(props), name)
-		want, wok := message.LookupProperty(props, name)
-		if ok != wok || string(got) != want {
-			t.Fatalf("%q in %q: %q,%v want %q,%v", name, props, got, ok, want, wok)
 		}
 	})
 }

@@ -1,53 +1,15 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 )
 
 var readBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
-
-// checkStoredRecord validates a record read for a pull: size, magic, its
-// own physical-offset field and the body CRC. It allocates nothing.
-func checkStoredRecord(rec []byte, phy int64) error {
-	if len(rec) < message.MinRecordSize {
-		return fmt.Errorf("%w: record at %d is %d bytes", ErrCorrupt, phy, len(rec))
-	}
-	if size := int(int32(binary.BigEndian.Uint32(rec))); size != len(rec) {
-		return fmt.Errorf("%w: record at %d has size %d, consume queue says %d", ErrCorrupt, phy, size, len(rec))
-	}
-	if magic := int32(binary.BigEndian.Uint32(rec[4:])); magic != message.MagicCodeV1 && magic != message.MagicCodeV2 {
-		return fmt.Errorf("%w: record at %d has magic %#08x", ErrCorrupt, phy, uint32(magic))
-	}
-	if got := int64(binary.BigEndian.Uint64(rec[28:])); got != phy {
-		return fmt.Errorf("%w: record at %d says it is at %d", ErrCorrupt, phy, got)
-	}
-	sys := int32(binary.BigEndian.Uint32(rec[36:]))
-	bw, sw := 4, 4
-	if sys&message.SysFlagBornHostV6 != 0 {
-		bw = 16
-	}
-	if sys&message.SysFlagStoreHostV6 != 0 {
-		sw = 16
-	}
-	p := 48 + bw + 4 + 8 + sw + 4 + 4 + 8
-	if p+4 > len(rec) {
-		return fmt.Errorf("%w: record at %d too short for its hosts", ErrCorrupt, phy)
-	}
-	n := int(int32(binary.BigEndian.Uint32(rec[p:])))
-	if n < 0 || p+4+n > len(rec) {
-		return fmt.Errorf("%w: record at %d has body length %d", ErrCorrupt, phy, n)
-	}
-	if crc := message.BodyCRC(rec[p+4 : p+4+n]); crc != int32(binary.BigEndian.Uint32(rec[8:])) {
-		return fmt.Errorf("%w: record at %d fails its body CRC", ErrCorrupt, phy)
-	}
-	return nil
-}
 
 // readGapMax is the most bytes of other queues' records a pull reads and
 // throws away to join two of its records into one pread; readSpanMax caps
@@ -127,10 +89,7 @@ func (st *DefaultMessageStore) GetMessage(group, topic string, queueID int32, of
 
 // isSystemTopic tells the day totals to leave a topic out, as RocketMQ's
 // "without system topic" figures.
-func isSystemTopic(topic string) bool {
-	return strings.HasPrefix(topic, "rmq_sys_") || strings.HasPrefix(topic, "RMQ_SYS_") || topic == scheduleTopic ||
-		topic == "TBW102" || strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%")
-}
+func isSystemTopic(topic string) bool { return systopic.OutOfDayTotals(topic) }
 
 func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
 	r := &GetResult{}
@@ -247,19 +206,20 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 		}
 		r.Buffers = make([][]byte, 0, len(picks))
 		r.QueueOffsets = make([]int64, 0, len(picks))
+		var v message.RecordView
 		for _, pk := range picks {
 			if !pk.ok {
 				continue
 			}
 			rec := data[pk.off : pk.off+pk.size : pk.off+pk.size]
-			err := checkStoredRecord(rec, pk.phy)
+			err := checkRecordAt(&v, rec, pk.phy, true)
 			if err == nil {
 				// The record must be the one the entry names: its queue
 				// offset, and never a record that gets no entry (a
 				// prepared or rolled-back transaction part, or the filler
 				// recovery writes over skipped bytes).
-				qo := int64(binary.BigEndian.Uint64(rec[20:]))
-				tt := message.TransactionValue(int32(binary.BigEndian.Uint32(rec[36:])))
+				qo := v.QueueOffset()
+				tt := message.TransactionValue(v.SysFlag())
 				if qo != pk.qo || tt == message.TransactionPreparedType || tt == message.TransactionRollbackType {
 					err = fmt.Errorf("%w: record at %d (queue offset %d) does not match entry %d", ErrCorrupt, pk.phy, qo, pk.qo)
 				}

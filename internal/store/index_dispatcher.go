@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
@@ -156,8 +155,9 @@ func (x *indexDispatcher) pass(budget int64) bool {
 		p := 0
 		next := from
 		for p+blankSize <= len(buf) {
-			size := int(int32(binary.BigEndian.Uint32(buf[p:])))
-			if int32(binary.BigEndian.Uint32(buf[p+4:])) == message.BlankMagicCode {
+			sz, magic := message.PeekRecord(buf[p:])
+			size := int(sz)
+			if magic == message.BlankMagicCode {
 				next = fileEnd
 				break
 			}
@@ -177,10 +177,10 @@ func (x *indexDispatcher) pass(budget int64) bool {
 		if next == from {
 			// A record larger than the chunk: read it whole next time.
 			if mf := c.mfq.find(from); mf != nil {
-				var hdr [4]byte
+				var hdr [message.RecordPrefixLen]byte
 				if mf.readAt(hdr[:], from-mf.from) == nil {
-					if n := int(int32(binary.BigEndian.Uint32(hdr[:]))); n > cap(x.buf) && n <= int(c.cfg.MappedFileSizeCommitLog) {
-						x.buf = make([]byte, n)
+					if sz, _ := message.PeekRecord(hdr[:]); int(sz) > cap(x.buf) && int(sz) <= int(c.cfg.MappedFileSizeCommitLog) {
+						x.buf = make([]byte, sz)
 					}
 				}
 				mf.release()
@@ -198,23 +198,22 @@ func (x *indexDispatcher) pass(budget int64) bool {
 }
 
 func (x *indexDispatcher) index(rec []byte, phy int64) error {
-	h, err := message.ParseRecordHeader(rec)
+	v, err := message.ViewRecord(rec)
 	if err != nil {
 		return fmt.Errorf("%w: record at %d: %w", ErrCorrupt, phy, err)
 	}
-	if message.TransactionValue(h.SysFlag) == message.TransactionRollbackType {
+	if message.TransactionValue(v.SysFlag()) == message.TransactionRollbackType {
 		return nil
 	}
-	props := string(rec[h.PropertiesOffset : h.PropertiesOffset+h.PropertiesLen])
-	uniq, _ := message.LookupProperty(props, message.PropertyUniqClientMessageIDKeyIdx)
+	u, _ := v.Property(message.PropertyUniqClientMessageIDKeyIdx)
 	var keys []string
-	if k, ok := message.LookupProperty(props, message.PropertyKeys); ok && k != "" {
-		keys = strings.Split(k, " ")
+	if k, ok := v.Property(message.PropertyKeys); ok && len(k) > 0 {
+		keys = strings.Split(string(k), " ")
 	}
-	if uniq == "" && len(keys) == 0 {
+	if len(u) == 0 && len(keys) == 0 {
 		return nil
 	}
-	return x.svc.Put(h.Topic, keys, uniq, phy, h.StoreTimestamp)
+	return x.svc.Put(string(v.Topic()), keys, string(u), phy, v.StoreTimestamp())
 }
 
 func (x *indexDispatcher) fail(err error) {
@@ -244,17 +243,16 @@ func (st *DefaultMessageStore) queryIndex(topic, key string, maxNum int, begin, 
 		if rerr != nil {
 			continue // deleted since, or not a record any more
 		}
-		h, perr := message.ParseRecordHeader(rec)
-		if perr != nil || h.Topic != topic {
+		v, perr := message.ViewRecord(rec)
+		if perr != nil || string(v.Topic()) != topic {
 			continue
 		}
-		props := string(rec[h.PropertiesOffset : h.PropertiesOffset+h.PropertiesLen])
 		match := false
-		if u, _ := message.LookupProperty(props, message.PropertyUniqClientMessageIDKeyIdx); u == key {
+		if u, _ := v.Property(message.PropertyUniqClientMessageIDKeyIdx); string(u) == key {
 			match = true
 		}
-		if k, ok := message.LookupProperty(props, message.PropertyKeys); ok && !match {
-			for _, kk := range strings.Split(k, " ") {
+		if k, ok := v.Property(message.PropertyKeys); ok && !match {
+			for _, kk := range strings.Split(string(k), " ") {
 				if kk == key {
 					match = true
 					break

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -221,8 +220,8 @@ func (st *DefaultMessageStore) recoverCommitLog(abnormal bool, cp Checkpoint, ha
 			if hdr == nil {
 				verr = fmt.Errorf("%d bytes left in the file, no room for an end-of-file marker", mf.size-pos)
 			} else {
-				size = int64(int32(binary.BigEndian.Uint32(hdr)))
-				magic := int32(binary.BigEndian.Uint32(hdr[4:]))
+				sz, magic := message.PeekRecord(hdr)
+				size = int64(sz)
 				switch {
 				case magic == message.BlankMagicCode && size == mf.size-pos:
 					end = mf.from + mf.size
@@ -237,7 +236,7 @@ func (st *DefaultMessageStore) recoverCommitLog(abnormal bool, cp Checkpoint, ha
 					if err != nil {
 						return 0, err
 					}
-					verr = validateRecordAt(rec, off, size, magic, checkCRC)
+					verr = validateRecordAt(rec, off, size, checkCRC)
 				}
 			}
 			if verr == nil {
@@ -309,27 +308,14 @@ func (s *fileScanner) bytes(pos, n int64) ([]byte, error) {
 	return s.buf[:n], nil
 }
 
-// validateRecordAt checks the record at off whose first 8 bytes are read.
-func validateRecordAt(b []byte, off, size int64, magic int32, checkCRC bool) error {
-	if magic != message.MagicCodeV1 && magic != message.MagicCodeV2 {
-		return fmt.Errorf("bad magic %#08x", uint32(magic))
-	}
+// validateRecordAt checks the size bytes at the start of b as the record
+// at off.
+func validateRecordAt(b []byte, off, size int64, checkCRC bool) error {
 	if size < message.MinRecordSize || size > int64(len(b)) {
 		return fmt.Errorf("bad size %d", size)
 	}
-	rec := b[:size]
-	var err error
-	if checkCRC {
-		if err = checkStoredRecord(rec, off); err == nil {
-			_, err = message.ParseRecordHeader(rec)
-		}
-	} else {
-		_, err = message.ParseRecordHeader(rec)
-		if err == nil && int64(binary.BigEndian.Uint64(rec[28:])) != off {
-			err = fmt.Errorf("record says it is at %d", int64(binary.BigEndian.Uint64(rec[28:])))
-		}
-	}
-	return err
+	var v message.RecordView
+	return recordProblem(&v, b[:size], off, checkCRC)
 }
 
 // findNextRecord finds the next valid record in mf at or after off, or the
@@ -340,15 +326,15 @@ func (st *DefaultMessageStore) findNextRecord(mf *MappedFile, off int64, checkCR
 		return 0, fmt.Errorf("store: read %s: %w", mf.path, err)
 	}
 	for p := off - mf.from; p+blankSize <= mf.size; p++ {
-		size := int64(int32(binary.BigEndian.Uint32(data[p:])))
-		magic := int32(binary.BigEndian.Uint32(data[p+4:]))
+		sz, magic := message.PeekRecord(data[p:])
+		size := int64(sz)
 		if magic == message.BlankMagicCode && size == mf.size-p {
 			return mf.from + p, nil
 		}
 		if magic != message.MagicCodeV1 || size < message.MinRecordSize || p+size > mf.size {
 			continue
 		}
-		if validateRecordAt(data[p:], mf.from+p, size, magic, checkCRC) == nil {
+		if validateRecordAt(data[p:], mf.from+p, size, checkCRC) == nil {
 			return mf.from + p, nil
 		}
 	}

@@ -9,10 +9,12 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/delaylevel"
 	"github.com/spoolmq/spool/internal/store/stats"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
@@ -56,7 +58,7 @@ type DefaultMessageStore struct {
 	// seen, so a run of one topic allocates nothing.
 	lastTopic, lastTags string
 	lastTagsCode        int64
-	delayLevels         []int64
+	delayLevels         []time.Duration
 	memTotal            int64
 
 	ckMu sync.Mutex // one checkpoint writer at a time
@@ -85,9 +87,9 @@ func Open(cfg Config, fs vfs.FS, logger *slog.Logger) (*DefaultMessageStore, err
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	levels, err := parseDelayLevels(cfg.MessageDelayLevel)
+	levels, err := delaylevel.Parse(cfg.MessageDelayLevel)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := fs.MkdirAll(cfg.StorePathRootDir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: mkdir %s: %w", cfg.StorePathRootDir, err)
@@ -502,84 +504,6 @@ func (st *DefaultMessageStore) MinOffsetInQueue(topic string, queueID int32) int
 	return 0
 }
 
-// storeTimeAt reads the store timestamp of the record at phy (size bytes).
-func (st *DefaultMessageStore) storeTimeAt(phy int64) int64 {
-	head, err := st.commitLog.read(nil, phy, 72)
-	if err != nil {
-		return -1
-	}
-	sys := int32(uint32(head[36])<<24 | uint32(head[37])<<16 | uint32(head[38])<<8 | uint32(head[39]))
-	p := message.StoreTimestampPos(sys)
-	if p+8 > len(head) {
-		return -1
-	}
-	var v int64
-	for _, b := range head[p : p+8] {
-		v = v<<8 | int64(b)
-	}
-	return v
-}
-
-// OffsetInQueueByTime returns the first logical offset whose store time is
-// >= ts, clamped to [min, max].
-func (st *DefaultMessageStore) OffsetInQueueByTime(topic string, queueID int32, ts int64) int64 {
-	cq := st.consumeQueue(topic, queueID, false)
-	if cq == nil {
-		return 0
-	}
-	lo, hi := cq.minOffset.Load(), cq.maxOffset.Load()
-	minPhy := st.commitLog.minOffset()
-	// Skip entries whose records were deleted.
-	for lo < hi {
-		e, ok := cq.entryAt(lo)
-		if ok && e.Offset >= minPhy {
-			break
-		}
-		lo++
-		if !ok {
-			break
-		}
-	}
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		e, ok := cq.entryAt(mid)
-		if !ok {
-			hi = mid
-			continue
-		}
-		t := st.storeTimeAt(e.Offset)
-		if t >= 0 && t < ts {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
-
-// EarliestMessageTime is the store time of the queue's first message, or -1.
-func (st *DefaultMessageStore) EarliestMessageTime(topic string, queueID int32) int64 {
-	cq := st.consumeQueue(topic, queueID, false)
-	if cq == nil {
-		return -1
-	}
-	return st.MessageStoreTimeStamp(topic, queueID, cq.minOffset.Load())
-}
-
-// MessageStoreTimeStamp is the store time of the message at a logical
-// offset, or -1.
-func (st *DefaultMessageStore) MessageStoreTimeStamp(topic string, queueID int32, offset int64) int64 {
-	cq := st.consumeQueue(topic, queueID, false)
-	if cq == nil || offset < cq.minOffset.Load() || offset >= cq.maxOffset.Load() {
-		return -1
-	}
-	e, ok := cq.entryAt(offset)
-	if !ok {
-		return -1
-	}
-	return st.storeTimeAt(e.Offset)
-}
-
 // memoryWindow is the part of the CommitLog tail considered in memory.
 func (st *DefaultMessageStore) memoryWindow() int64 {
 	return st.memTotal * int64(st.live().AccessMessageInMemoryMaxRatio) / 100
@@ -796,11 +720,13 @@ func (st *DefaultMessageStore) cleanLoop() {
 	}
 }
 
+// physicalMemory is MemTotal of /proc/meminfo, or 8 GiB when it cannot
+// be read.
 func physicalMemory() int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err == nil {
-		for _, line := range splitLines(string(b)) {
-			f := splitFields(line)
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
 			if len(f) >= 2 && f[0] == "MemTotal:" {
 				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
 					return kb * 1024
@@ -809,20 +735,4 @@ func physicalMemory() int64 {
 		}
 	}
 	return 8 << 30
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
-		}
-		out = append(out, s[:i])
-		if i < len(s) {
-			i++
-		}
-		s = s[i:]
-	}
-	return out
 }

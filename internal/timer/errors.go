@@ -3,6 +3,7 @@ package timer
 import (
 	"errors"
 
+	"github.com/spoolmq/spool/internal/corrupt"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -22,7 +23,8 @@ var (
 	ErrNotRunning = errors.New("timer service is not running")
 	// ErrCorrupt marks a timer file that failed validation where it must be
 	// valid (the wheel file's checksum, a synced timer-log entry).
-	ErrCorrupt = errors.New("timer: corruption")
+	// It matches corrupt.ErrCorruption too.
+	ErrCorrupt = corrupt.New("timer: corruption")
 	// ErrConfig reports an invalid configuration.
 	ErrConfig = errors.New("timer: invalid configuration")
 	// ErrClosed is returned by Start after Close.

@@ -14,6 +14,7 @@ import (
 	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/store/stats"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 )
@@ -21,7 +22,7 @@ import (
 const (
 	// Topic is the system topic that holds accepted timer messages
 	// (RocketMQ's TimerMessageStore.TIMER_TOPIC), queue 0.
-	Topic = "rmq_sys_wheel_timer"
+	Topic = systopic.WheelTimer
 	// PropertyTimerSource marks a delivered message with the CommitLog
 	// offset of the timer record it came from, so that recovery can tell
 	// which timers were delivered after the last checkpoint. The broker

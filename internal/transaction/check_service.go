@@ -11,6 +11,7 @@ import (
 	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -18,7 +19,7 @@ import (
 const (
 	// checkGroup keeps the check service's floors in the consumer offset
 	// table (RocketMQ's CID_RMQ_SYS_TRANS).
-	checkGroup = "CID_RMQ_SYS_TRANS"
+	checkGroup = systopic.TransGroup
 	// Op record tags: "d" = the half is resolved (commit, rollback or
 	// given up), "c" = one check was sent.
 	opDone  = "d"

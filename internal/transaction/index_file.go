@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/spoolmq/spool/internal/corrupt"
 	"github.com/spoolmq/spool/internal/metadata"
 )
 
@@ -57,12 +58,12 @@ func LoadIndex(path string) (*transactionIndexFile, []PendingHalf, error) {
 	}
 	var doc transactionIndexFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, nil, fmt.Errorf("%w: decode %s: %w", metadata.ErrMetadata, path, err)
+		return nil, nil, fmt.Errorf("%w: decode %s: %w", metadata.ErrMetadata, path, corrupt.Wrap(err))
 	}
 	hs := make([]PendingHalf, 0, len(doc.Pending))
 	for _, e := range doc.Pending {
 		if e[7] < 0 || e[7] >= int64(len(doc.Groups)) {
-			return nil, nil, fmt.Errorf("%w: %s: half %d names group %d of %d", metadata.ErrMetadata, path, e[0], e[7], len(doc.Groups))
+			return nil, nil, corrupt.Wrap(fmt.Errorf("%w: %s: half %d names group %d of %d", metadata.ErrMetadata, path, e[0], e[7], len(doc.Groups)))
 		}
 		hs = append(hs, PendingHalf{QueueOffset: e[0], Phy: e[1], Size: int32(e[2]), Born: e[3], stored: e[4],
 			ImmunityMs: e[5], Checks: int32(e[6]), Group: doc.Groups[e[7]], OpMark: e[8]})
