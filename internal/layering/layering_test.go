@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"internal/timer":             {"internal/corrupt", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
 	"internal/namesrv":           {"remoting", "remoting/transport", "internal/clock"},
 	"internal/metadata":          {},
+	"internal/adminbody":         {"internal/metadata", "internal/store/stats"},
 	"internal/clients":           {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/transaction":       {"internal/metadata", "internal/store", "message"},
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
