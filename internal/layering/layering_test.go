@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"internal/namesrv":           {"remoting", "remoting/transport", "internal/clock"},
 	"internal/metadata":          {},
 	"internal/adminbody":         {"internal/metadata", "internal/store/stats"},
+	"internal/brokerstats":       {"internal/clock"},
 	"internal/clients":           {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/transaction":       {"internal/metadata", "internal/store", "message"},
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
