@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"internal/metadata":          {},
 	"internal/adminbody":         {"internal/metadata", "internal/store/stats"},
 	"internal/brokerstats":       {"internal/clock"},
+	"internal/metrics":           {},
 	"internal/clients":           {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/transaction":       {"internal/metadata", "internal/store", "message"},
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
