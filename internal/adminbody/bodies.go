@@ -401,3 +401,22 @@ type DelayOffsetSerializeWrapper struct {
 	DataVersion metadata.DataVersion `json:"dataVersion"`
 	OffsetTable Map[IntKey, int64]   `json:"offsetTable"`
 }
+
+// CreateTopicListRequestBody is the body of UPDATE_AND_CREATE_TOPIC_LIST
+// (18): the topics to create or update.
+type CreateTopicListRequestBody struct {
+	TopicConfigList List[*metadata.TopicConfig] `json:"topicConfigList"`
+}
+
+// SubscriptionGroupList is the body of
+// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225): the groups to create or
+// update.
+type SubscriptionGroupList struct {
+	GroupConfigList List[*metadata.SubscriptionGroupConfig] `json:"groupConfigList"`
+}
+
+// QueryCorrectionOffsetBody answers QUERY_CORRECTION_OFFSET: queue id ->
+// the smallest offset the compared groups committed.
+type QueryCorrectionOffsetBody struct {
+	CorrectionOffsets Map[IntKey, int64] `json:"correctionOffsets"`
+}

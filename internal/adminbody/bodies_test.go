@@ -109,6 +109,41 @@ var literalCases = []struct {
 		`{"dataVersion":{"timestamp":0,"counter":0,"stateVersion":0},"mappingDataVersion":{"timestamp":0,"counter":0,"stateVersion":0},"topicConfigTable":{"t":{"topicName":"t","readQueueNums":4,"writeQueueNums":4,"perm":6,"topicFilterType":"SINGLE_TAG","topicSysFlag":0,"order":false,"attributes":{}}},"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}`},
 }
 
+// Request bodies as mqadmin's updateTopicList and updateSubGroupList send
+// them: fastjson's field order, fields Spool does not keep (RocketMQ 5's
+// groupRetryPolicy, subscriptionDataSet) ignored.
+func TestUnmarshalListRequestBodies(t *testing.T) {
+	var tl CreateTopicListRequestBody
+	body := `{"topicConfigList":[{"attributes":{"+message.type":"NORMAL"},"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"t1","topicSysFlag":0,"writeQueueNums":4},{"perm":2,"readQueueNums":1,"topicName":"t2","writeQueueNums":1}]}`
+	if err := Unmarshal([]byte(body), &tl); err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.TopicConfigList) != 2 || tl.TopicConfigList[0].TopicName != "t1" || tl.TopicConfigList[0].ReadQueueNums != 8 ||
+		tl.TopicConfigList[0].WriteQueueNums != 4 || tl.TopicConfigList[0].Attributes["+message.type"] != "NORMAL" ||
+		tl.TopicConfigList[1].Perm != 2 {
+		t.Fatalf("got %+v %+v", tl.TopicConfigList[0], tl.TopicConfigList[1])
+	}
+	var gl SubscriptionGroupList
+	body = `{"groupConfigList":[{"attributes":{},"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,"consumeFromMinEnable":true,"consumeMessageOrderly":false,"consumeTimeoutMinute":15,"groupName":"g1","groupRetryPolicy":{"type":"CUSTOMIZED"},"groupSysFlag":0,"notifyConsumerIdsChangedEnable":true,"retryMaxTimes":16,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1}]}`
+	if err := Unmarshal([]byte(body), &gl); err != nil {
+		t.Fatal(err)
+	}
+	if len(gl.GroupConfigList) != 1 || gl.GroupConfigList[0].GroupName != "g1" || gl.GroupConfigList[0].RetryMaxTimes != 16 ||
+		!gl.GroupConfigList[0].ConsumeEnable || gl.GroupConfigList[0].WhichBrokerWhenConsumeSlowly != 1 {
+		t.Fatalf("got %+v", gl.GroupConfigList)
+	}
+	var co QueryCorrectionOffsetBody
+	if err := Unmarshal([]byte(`{"correctionOffsets":{0:9223372036854775807,3:12}}`), &co); err != nil {
+		t.Fatal(err)
+	}
+	if co.CorrectionOffsets[0] != math.MaxInt64 || co.CorrectionOffsets[3] != 12 {
+		t.Fatalf("got %+v", co.CorrectionOffsets)
+	}
+	if b, err := Marshal(&co); err != nil || string(b) != `{"correctionOffsets":{0:9223372036854775807,3:12}}` {
+		t.Fatalf("%s %v", b, err)
+	}
+}
+
 func TestMarshalWritesFastjsonBytes(t *testing.T) {
 	for _, c := range literalCases {
 		t.Run(c.name, func(t *testing.T) {
