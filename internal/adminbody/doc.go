@@ -27,6 +27,9 @@
 // (Normalize), then decoding with encoding/json, where MessageQueue and
 // IntKey read that text back. Maps are written in the order of their keys'
 // text; RocketMQ's own maps are hash maps, so no reader depends on an order.
+// The Go client (rocketmq-client-go) reads the ResetOffsetBody of
+// RESET_CONSUMER_CLIENT_OFFSET by cutting the text at "," + "{" and "}" +
+// ":", which only the compact form without whitespace satisfies.
 //
 // # Where it sits
 //
