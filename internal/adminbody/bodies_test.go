@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,36 @@ func TestUnmarshalListRequestBodies(t *testing.T) {
 	}
 	if b, err := Marshal(&co); err != nil || string(b) != `{"correctionOffsets":{0:9223372036854775807,3:12}}` {
 		t.Fatalf("%s %v", b, err)
+	}
+}
+
+// A reader that cuts the offset table at ",{" and "}:" (as the Go client
+// reads RESET_CONSUMER_CLIENT_OFFSET) finds every queue of Marshal's form.
+func TestResetOffsetBodyCutsAtEntryBoundaries(t *testing.T) {
+	want := Map[MessageQueue, int64]{q0: 5, q1: 7, {Topic: "t2", BrokerName: "b", QueueID: 12}: 99}
+	b, err := Marshal(&ResetOffsetBody{OffsetTable: want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := strings.TrimSuffix(strings.TrimPrefix(string(b), `{"offsetTable":{{`), "}}")
+	got := map[MessageQueue]int64{}
+	for _, entry := range strings.Split(table, ",{") {
+		key, val, ok := strings.Cut(entry, "}:")
+		if !ok {
+			t.Fatalf("entry %q in %s", entry, b)
+		}
+		var q MessageQueue
+		if err := q.UnmarshalJSON([]byte("{" + key + "}")); err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[q] = n
+	}
+	if !reflect.DeepEqual(got, map[MessageQueue]int64(want)) {
+		t.Fatalf("got %v from %s", got, b)
 	}
 }
 

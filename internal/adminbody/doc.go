@@ -21,15 +21,17 @@
 // Bean fields are written in the order of their names (fastjson's
 // SortField), null fields are left out, a double is written as Java's
 // Double.toString writes it ("0.0", "1.0E7", NaN and infinities as null)
-// and there is no whitespace. Marshal writes exactly that; Unmarshal reads
+// and there is no whitespace. Marshal writes exactly that (but for the
+// metadata types it reuses, TopicConfig, SubscriptionGroupConfig and
+// DataVersion, whose fields keep internal/metadata's order); Unmarshal reads
 // it (and standard JSON, and fastjson's pretty form) by first turning every
 // non-string object key into a string key holding the key's text
 // (Normalize), then decoding with encoding/json, where MessageQueue and
 // IntKey read that text back. Maps are written in the order of their keys'
 // text; RocketMQ's own maps are hash maps, so no reader depends on an order.
 // The Go client (rocketmq-client-go) reads the ResetOffsetBody of
-// RESET_CONSUMER_CLIENT_OFFSET by cutting the text at "," + "{" and "}" +
-// ":", which only the compact form without whitespace satisfies.
+// RESET_CONSUMER_CLIENT_OFFSET by cutting the text at `,{` and `}:`, which
+// only the compact form without whitespace satisfies.
 //
 // # Where it sits
 //
