@@ -14,6 +14,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
@@ -79,7 +80,7 @@ type Broker struct {
 	consumers *clients.ConsumerManager
 	producers *clients.ProducerManager
 	locks     *clients.RebalanceLockManager
-	longPoll  *longPollService
+	longPoll  *longpoll.Service
 	registrar *registrar
 	schedule  *schedule.Service
 	txCheck   transactionService
@@ -181,7 +182,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		}
 		b.store = st
 	}
-	b.longPoll = newLongPollService(b)
+	b.longPoll = longpoll.New(longPollDeps(b))
 	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
 	b.flow = newFlowControl(b)
 	b.server = transport.NewServer(transport.ServerConfig{
@@ -297,7 +298,7 @@ func (b *Broker) Start() error {
 	b.background(b.housekeeping)
 	b.background(func() { b.stats.run(b.stop, b.timerTotals) })
 	b.background(b.flow.run)
-	b.background(b.longPoll.run)
+	b.background(func() { b.longPoll.Run(b.stop) })
 	b.registrar.round()
 	b.background(b.registrar.run)
 	b.background(b.registrar.runTopicChanges)
@@ -324,7 +325,7 @@ func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
 	if topic == topicSchedule {
 		b.schedule.OnDispatch(queueID)
 	}
-	b.longPoll.onDispatch(topic, queueID, maxOffset)
+	b.longPoll.OnDispatch(topic, queueID, maxOffset)
 }
 
 // housekeeping expires silent clients.
@@ -358,7 +359,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	var errs []error
 	b.schedule.Stop()
 	b.txCheck.Stop()
-	b.longPoll.shutdown()
+	b.longPoll.Shutdown()
 	if err := b.server.Drain(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("waiting for in-flight requests: %w", err))
 	}

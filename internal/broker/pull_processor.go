@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spoolmq/spool/internal/clients"
+	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/remoting"
@@ -262,7 +263,7 @@ func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader
 		}
 		if timeout > 0 {
 			held = c.Defer(req)
-			b.longPoll.suspend(&heldPull{r: held, h: h}, millis(timeout))
+			b.longPoll.Suspend(&longpoll.Pull{Responder: held, Topic: h.topic, QueueID: h.queueID, Offset: h.queueOffset, Header: h}, millis(timeout))
 			b.commitPullOffset(h, firstRun)
 			return nil, nil, held
 		}

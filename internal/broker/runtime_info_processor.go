@@ -172,7 +172,7 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("requestBodyBudgetPauses", int64(ss.BodyBudgetPauses))
 	i64("requestBodyBudgetPausedMills", ss.BodyBudgetPaused.Milliseconds())
 	i64("connections", int64(ss.Conns))
-	i64("heldPullRequests", int64(b.longPoll.held()))
+	i64("heldPullRequests", int64(b.longPoll.Held()))
 
 	// Transactions: the check service's index and read budget.
 	tx := b.TransactionStats()

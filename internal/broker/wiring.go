@@ -3,6 +3,7 @@ package broker
 import (
 	"log/slog"
 
+	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/transaction"
@@ -110,5 +111,14 @@ func transactionDeps(b *Broker, indexPath string) transaction.Deps {
 		CheckMaxTopic: topicTransCheckMax,
 		IndexPath:     indexPath,
 		Logger:        b.logger,
+	}
+}
+
+// longPollDeps is what the broker gives long polling: the queue's end and
+// the re-run of a held pull through its pull executor.
+func longPollDeps(b *Broker) longpoll.Deps {
+	return longpoll.Deps{
+		MaxOffset: func(topic string, queueID int32) int64 { return b.store.MaxOffsetInQueue(topic, queueID) },
+		Resume:    func(p *longpoll.Pull) { b.resumePull(p.Responder, p.Header.(*pullHeader)) },
 	}
 }

@@ -35,6 +35,7 @@ var allowed = map[string][]string{
 	"internal/clients":           {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/transaction":       {"internal/clock", "internal/metadata", "internal/store", "message", "remoting"},
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
+	"internal/longpoll":          {"remoting/transport"},
 	"internal/auth":              {"internal/corrupt", "internal/vfs", "remoting"},
 	"internal/auth/aclv1":        {"internal/auth", "remoting"},
 	"internal/broker":            {"*"},
