@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spoolmq/spool/internal/processor"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -81,6 +82,7 @@ type Broker struct {
 	producers *clients.ProducerManager
 	locks     *clients.RebalanceLockManager
 	longPoll  *longpoll.Service
+	proc      *processor.Processor
 	registrar *registrar
 	schedule  *schedule.Service
 	txCheck   transactionService
@@ -185,6 +187,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.longPoll = longpoll.New(longPollDeps(b))
 	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
 	b.flow = newFlowControl(b)
+	b.proc = processor.New(processorDeps(b))
 	b.server = transport.NewServer(transport.ServerConfig{
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"github.com/spoolmq/spool/internal/processor"
 	"math"
 	"strconv"
 	"strings"
@@ -44,23 +45,23 @@ type pullHeader struct {
 }
 
 func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
-	r := newExtReader(req)
+	r := processor.NewHeader(req)
 	h := &pullHeader{
-		consumerGroup:        r.str("consumerGroup", true),
-		topic:                r.str("topic", true),
-		queueID:              r.i32("queueId", true, 0),
-		queueOffset:          r.i64("queueOffset", true, 0),
-		maxMsgNums:           r.i32("maxMsgNums", true, 0),
-		sysFlag:              r.i32("sysFlag", true, 0),
-		commitOffset:         r.i64("commitOffset", true, 0),
-		suspendTimeoutMillis: r.i64("suspendTimeoutMillis", true, 0),
-		subscription:         r.str("subscription", false),
-		subVersion:           r.i64("subVersion", true, 0),
-		expressionType:       r.str("expressionType", false),
-		maxMsgBytes:          r.i32("maxMsgBytes", false, math.MaxInt32),
+		consumerGroup:        r.Str("consumerGroup", true),
+		topic:                r.Str("topic", true),
+		queueID:              r.I32("queueId", true, 0),
+		queueOffset:          r.I64("queueOffset", true, 0),
+		maxMsgNums:           r.I32("maxMsgNums", true, 0),
+		sysFlag:              r.I32("sysFlag", true, 0),
+		commitOffset:         r.I64("commitOffset", true, 0),
+		suspendTimeoutMillis: r.I64("suspendTimeoutMillis", true, 0),
+		subscription:         r.Str("subscription", false),
+		subVersion:           r.I64("subVersion", true, 0),
+		expressionType:       r.Str("expressionType", false),
+		maxMsgBytes:          r.I32("maxMsgBytes", false, math.MaxInt32),
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	if h.expressionType == "" {
 		h.expressionType = clients.ExprTag

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/spoolmq/spool/internal/processor"
 	"strings"
 
 	"github.com/spoolmq/spool/remoting"
@@ -70,12 +71,12 @@ type sendHeader struct {
 // otherwise): a lookup per field is cheaper than ranging over the map,
 // and there is no second lookup through the alias table.
 func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
-	r := extReader{cmd: req}
+	r := processor.NewHeader(req)
 	names := &sendFieldNames
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
 		// Java maps V2 names for these codes; accept long names too.
 		if _, ok := req.ExtFields["b"]; ok {
-			r.alias = sendV2Keys // error remarks name both
+			r.Alias(sendV2Keys) // error remarks name both
 			names = &sendFieldShort
 		}
 	}
@@ -86,9 +87,9 @@ func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
 			vals[i], have[i] = ext[names[i]]
 		}
 	}
-	str := func(i int, required bool) string { return r.strOf(sendFieldNames[i], vals[i], have[i], required) }
+	str := func(i int, required bool) string { return r.StrOf(sendFieldNames[i], vals[i], have[i], required) }
 	i32 := func(i int, required bool, def int32) int32 {
-		return r.i32Of(sendFieldNames[i], vals[i], have[i], required, def)
+		return r.I32Of(sendFieldNames[i], vals[i], have[i], required, def)
 	}
 	h := &sendHeader{
 		producerGroup:         str(sfProducerGroup, true),
@@ -100,22 +101,22 @@ func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
 	}
 	// The default is read only when needed: the clock is not free.
 	if v := vals[sfBornTimestamp]; have[sfBornTimestamp] && strings.TrimSpace(v) != "" {
-		h.bornTimestamp = r.i64Of(sendFieldNames[sfBornTimestamp], v, true, false, 0)
+		h.bornTimestamp = r.I64Of(sendFieldNames[sfBornTimestamp], v, true, false, 0)
 	} else {
 		h.bornTimestamp = nowMillis()
 	}
 	h.flag = i32(sfFlag, false, 0)
 	h.properties = vals[sfProperties]
 	h.reconsumeTimes = i32(sfReconsumeTimes, false, 0)
-	h.unitMode = boolOf(vals[sfUnitMode], have[sfUnitMode], false)
+	h.unitMode = processor.BoolOf(vals[sfUnitMode], have[sfUnitMode], false)
 	h.hasMaxReconsumeTimes = have[sfMaxReconsumeTimes] && vals[sfMaxReconsumeTimes] != ""
 	h.maxReconsumeTimes = i32(sfMaxReconsumeTimes, false, 0)
-	h.batch = boolOf(vals[sfBatch], have[sfBatch], false)
+	h.batch = processor.BoolOf(vals[sfBatch], have[sfBatch], false)
 	if h.defaultTopic == "" {
 		h.defaultTopic = topicAutoCreate
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	return h, nil
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/spoolmq/spool/internal/processor"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,9 +183,9 @@ func BenchmarkParseSendHeader(b *testing.B) {
 func TestPlainDecimalMatchesStrconv(t *testing.T) {
 	for _, s := range []string{"0", "7", "-1", "-0", "2147483647", "2147483648", "-2147483648", "-2147483649",
 		"999999999999999999", "1000000000000000000", "9223372036854775807", "", "-", "+1", " 1", "1 ", "1a", "٣"} {
-		r := extReader{}
-		got64 := r.i64Of("k", s, true, false, -7)
-		got32 := r.i32Of("k", s, true, false, -7)
+		r := processor.Header{}
+		got64 := r.I64Of("k", s, true, false, -7)
+		got32 := r.I32Of("k", s, true, false, -7)
 		want64, err64 := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err64 != nil {
 			want64 = -7

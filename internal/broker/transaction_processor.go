@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"github.com/spoolmq/spool/internal/processor"
 	"strconv"
 
 	"github.com/spoolmq/spool/internal/store"
@@ -19,14 +20,14 @@ import (
 // State "unknown" (0) gets no answer; the transaction check service asks
 // the producer later.
 func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) transport.Reply {
-	r := newExtReader(req)
-	group := r.str("producerGroup", true)
-	tranOffset := r.i64("tranStateTableOffset", true, 0)
-	clOffset := r.i64("commitLogOffset", true, 0)
-	state := r.i32("commitOrRollback", true, 0)
-	fromCheck := r.str("fromTransactionCheck", false) == "true"
-	if r.err != nil {
-		return transport.Respond(badHeader(req, r.err))
+	r := processor.NewHeader(req)
+	group := r.Str("producerGroup", true)
+	tranOffset := r.I64("tranStateTableOffset", true, 0)
+	clOffset := r.I64("commitLogOffset", true, 0)
+	state := r.I32("commitOrRollback", true, 0)
+	fromCheck := r.Str("fromTransactionCheck", false) == "true"
+	if r.Err() != nil {
+		return transport.Respond(badHeader(req, r.Err()))
 	}
 	switch state {
 	case message.TransactionNotType:

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/spoolmq/spool/internal/processor"
 	"log/slog"
 
 	"github.com/spoolmq/spool/internal/longpoll"
@@ -120,5 +121,36 @@ func longPollDeps(b *Broker) longpoll.Deps {
 	return longpoll.Deps{
 		MaxOffset: func(topic string, queueID int32) int64 { return b.store.MaxOffsetInQueue(topic, queueID) },
 		Resume:    func(p *longpoll.Pull) { b.resumePull(p.Responder, p.Header.(*pullHeader)) },
+	}
+}
+
+// processorDeps is what the broker gives the table and client handlers.
+func processorDeps(b *Broker) processor.Deps {
+	return processor.Deps{
+		Store:     b.store,
+		Topics:    b.topics,
+		Groups:    b.groups,
+		Offsets:   b.offsets,
+		Consumers: b.consumers,
+		Producers: b.producers,
+		Locks:     b.locks,
+		Config: func() processor.Config {
+			cfg := b.config()
+			return processor.Config{
+				BrokerName:                     cfg.BrokerName,
+				BrokerClusterName:              cfg.BrokerClusterName,
+				AutoCreateSubscriptionGroup:    cfg.AutoCreateSubscriptionGroup,
+				NotifyConsumerIdsChangedEnable: cfg.NotifyConsumerIdsChangedEnable,
+				EnablePropertyFilter:           cfg.EnablePropertyFilter,
+				DefaultQueryMaxNum:             b.storeConfig().DefaultQueryMaxNum,
+			}
+		},
+		Clock:         b.clock,
+		Logger:        b.logger,
+		HoldRoute:     b.holdRoute,
+		ValidateTopic: validateTopic,
+		ValidateGroup: validateGroup,
+		IsSystemTopic: isSystemTopic,
+		RetryTopic:    retryTopic,
 	}
 }

@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"internal/transaction":       {"internal/clock", "internal/metadata", "internal/store", "message", "remoting"},
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
 	"internal/longpoll":          {"remoting/transport"},
+	"internal/processor":         {"internal/clients", "internal/clock", "internal/metadata", "internal/store", "remoting", "remoting/transport"},
 	"internal/auth":              {"internal/corrupt", "internal/vfs", "remoting"},
 	"internal/auth/aclv1":        {"internal/auth", "remoting"},
 	"internal/broker":            {"*"},
