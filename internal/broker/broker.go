@@ -144,7 +144,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		consumers:   clients.NewConsumerManager(clients.Deps{Logger: logger}),
 		producers:   clients.NewProducerManager(),
 		locks:       clients.NewRebalanceLockManager(),
-		stats:       newBrokerStats(),
+		stats:       newBrokerStats(clock.Or(opts.Clock).Now()),
 		executors:   make(map[string]*transport.Executor),
 		delayLevels: levels,
 		stop:        make(chan struct{}),
@@ -156,7 +156,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		b.cfgFile = DefaultConfigFile(opts.StoreConfig.StorePathRootDir)
 	}
 	configDir := filepath.Join(opts.StoreConfig.StorePathRootDir, "config")
-	md := metadataDeps(&cfg, configDir, logger)
+	md := metadataDeps(&cfg, configDir, logger, b.clock)
 	b.topics = metadata.NewTopicConfigManager(md)
 	b.groups = metadata.NewSubscriptionGroupManager(md)
 	b.offsets = metadata.NewConsumerOffsetManager(md)
@@ -299,7 +299,7 @@ func (b *Broker) Start() error {
 	}
 	b.background(func() { b.offsets.RunFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
 	b.background(b.housekeeping)
-	b.background(func() { b.stats.run(b.stop, b.timerTotals) })
+	b.background(func() { b.stats.run(b.stop, b.timerTotals, b.clock) })
 	b.background(b.flow.run)
 	b.background(func() { b.longPoll.Run(b.stop) })
 	b.registrar.round()
@@ -339,7 +339,8 @@ func (b *Broker) housekeeping() {
 		select {
 		case <-b.stop:
 			return
-		case now := <-t.C:
+		case <-t.C:
+			now := b.clock.Now()
 			cfg := b.config()
 			expiry := millis(cfg.ChannelExpiredTimeout)
 			b.consumers.ScanExpired(now, expiry, cfg.NotifyConsumerIdsChangedEnable)

@@ -154,5 +154,9 @@ func badHeader(req *remoting.Command, err error) *remoting.Command {
 
 func isBadHeader(err error) bool { return errors.Is(err, ErrBadHeader) }
 
-// nowMillis is the broker clock in milliseconds.
+// nowMillis is the broker's clock (Options.Clock) in milliseconds.
+func (b *Broker) nowMillis() int64 { return b.clock.Now().UnixMilli() }
+
+// nowMillis is the wall clock in milliseconds, read by delay.go until it
+// reads the broker's clock.
 func nowMillis() int64 { return time.Now().UnixMilli() }

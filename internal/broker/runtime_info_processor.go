@@ -239,7 +239,7 @@ func (b *Broker) timerRunningStats(t map[string]string) {
 	var readBehind, offsetBehind, congest int64
 	if ts, ok := b.TimerStats(); ok {
 		if ts.Cursor > 0 {
-			readBehind = max(time.Now().Unix()-ts.Cursor, 0)
+			readBehind = max(b.clock.Now().Unix()-ts.Cursor, 0)
 		}
 		offsetBehind = max(b.store.MaxOffsetInQueue(timer.Topic, 0)-ts.EnqueueOffset, 0)
 		congest = ts.Pending

@@ -64,13 +64,14 @@ type sendHeader struct {
 
 // parseSendHeader decodes the header of a send request. producerGroup,
 // topic and queueId are required; the other fields RocketMQ marks required
-// default to what the Go client sends when absent (TBW102, 4, 0, now).
+// default to what the Go client sends when absent (TBW102, 4, 0, now
+// read from the broker's clock).
 //
 // Each field is looked up once, by the name its code uses (codes 310, 320
 // and 324 use the V2 one-letter names when "b" is present, long names
 // otherwise): a lookup per field is cheaper than ranging over the map,
 // and there is no second lookup through the alias table.
-func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
+func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, error) {
 	r := processor.NewHeader(req)
 	names := &sendFieldNames
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
@@ -103,7 +104,7 @@ func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
 	if v := vals[sfBornTimestamp]; have[sfBornTimestamp] && strings.TrimSpace(v) != "" {
 		h.bornTimestamp = r.I64Of(sendFieldNames[sfBornTimestamp], v, true, false, 0)
 	} else {
-		h.bornTimestamp = nowMillis()
+		h.bornTimestamp = now()
 	}
 	h.flag = i32(sfFlag, false, 0)
 	h.properties = vals[sfProperties]

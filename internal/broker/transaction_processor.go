@@ -72,7 +72,7 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	// As RocketMQ: an immunity time below transactionTimeOut counts as
 	// transactionTimeOut.
 	if ms := transaction.ImmunityMillis(ext.Properties); ms > 0 && !fromCheck &&
-		nowMillis()-ext.BornTimestamp > max(ms, b.config().TransactionTimeOut) {
+		b.nowMillis()-ext.BornTimestamp > max(ms, b.config().TransactionTimeOut) {
 		ms = max(ms, b.config().TransactionTimeOut)
 		return transport.Respond(response(req, remoting.IllegalOperation, fmt.Sprintf(
 			"the half message is older than its CHECK_IMMUNITY_TIME_IN_SECONDS (%d ms); only an answer to a check may end it", ms)))

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/processor"
 	"log/slog"
 
@@ -16,13 +17,14 @@ import (
 const scheduleQueueNums = 18
 
 // metadataDeps is what the broker gives the metadata managers.
-func metadataDeps(cfg *Config, configDir string, logger *slog.Logger) metadata.Deps {
+func metadataDeps(cfg *Config, configDir string, logger *slog.Logger, clk clock.Clock) metadata.Deps {
 	return metadata.Deps{
 		ConfigDir:       configDir,
 		Logger:          logger,
 		BuiltinTopics:   systemTopics(cfg),
 		AutoCreateTopic: topicAutoCreate,
 		ValidateGroup:   validateGroup,
+		Clock:           clk,
 	}
 }
 

@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"internal/store":             {"internal/corrupt", "message", "internal/vfs", "internal/clock", "internal/store/index", "internal/store/stats"},
 	"internal/timer":             {"internal/corrupt", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
 	"internal/namesrv":           {"remoting", "remoting/transport", "internal/clock"},
-	"internal/metadata":          {},
+	"internal/metadata":          {"internal/clock"},
 	"internal/clients":           {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/transaction":       {"internal/clock", "internal/metadata", "internal/store", "message", "remoting"},
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
