@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"github.com/spoolmq/spool/internal/clock"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/store/stats"
 )

@@ -2,9 +2,9 @@ package broker
 
 import (
 	"errors"
-	"github.com/spoolmq/spool/internal/processor"
 
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/processor"
 )
 
 // Sentinel errors. Request-level failures are answered with a response

@@ -2,9 +2,9 @@ package broker
 
 import (
 	"errors"
-	"github.com/spoolmq/spool/internal/processor"
 	"time"
 
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )

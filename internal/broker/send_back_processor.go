@@ -2,11 +2,11 @@ package broker
 
 import (
 	"fmt"
-	"github.com/spoolmq/spool/internal/processor"
 	"math/rand/v2"
 	"strconv"
 
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"

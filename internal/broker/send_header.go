@@ -1,9 +1,9 @@
 package broker
 
 import (
-	"github.com/spoolmq/spool/internal/processor"
 	"strings"
 
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/remoting"
 )
 

@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"github.com/spoolmq/spool/internal/processor"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"

@@ -2,9 +2,9 @@ package broker
 
 import (
 	"fmt"
-	"github.com/spoolmq/spool/internal/processor"
 	"strconv"
 
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/transaction"

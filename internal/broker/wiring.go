@@ -1,12 +1,12 @@
 package broker
 
 import (
-	"github.com/spoolmq/spool/internal/clock"
-	"github.com/spoolmq/spool/internal/processor"
 	"log/slog"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
