@@ -10,7 +10,7 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// handleUpdateAndCreateTopic creates or updates a topic; the answer waits
+// HandleUpdateAndCreateTopic creates or updates a topic; the answer waits
 // until the topic is registered with the name servers and written to
 // topics.json (see holdRoute), so the route exists when the call returns.
 func (p *Processor) HandleUpdateAndCreateTopic(c *transport.Conn, req *remoting.Command) *remoting.Command {
@@ -90,7 +90,7 @@ func parseTopicAttributes(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// handleDeleteTopic removes a topic's config, consumer offsets and queues.
+// HandleDeleteTopic removes a topic's config, consumer offsets and queues.
 func (p *Processor) HandleDeleteTopic(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
 	topic := r.Str("topic", true)
@@ -107,7 +107,7 @@ func (p *Processor) HandleDeleteTopic(c *transport.Conn, req *remoting.Command) 
 	return response(req, remoting.Success, "")
 }
 
-// handleGetAllTopicConfig answers the topic table (topics.json's form).
+// HandleGetAllTopicConfig answers the topic table (topics.json's form).
 func (p *Processor) HandleGetAllTopicConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	table, version := p.topics.Snapshot()
 	body, err := json.Marshal(&metadata.TopicConfigFile{TopicConfigTable: table, DataVersion: version})
@@ -119,7 +119,7 @@ func (p *Processor) HandleGetAllTopicConfig(c *transport.Conn, req *remoting.Com
 	return resp
 }
 
-// handleUpdateAndCreateSubscriptionGroup stores the group config of the
+// HandleUpdateAndCreateSubscriptionGroup stores the group config of the
 // body.
 func (p *Processor) HandleUpdateAndCreateSubscriptionGroup(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	g := metadata.NewSubscriptionGroupConfig("")
@@ -133,7 +133,7 @@ func (p *Processor) HandleUpdateAndCreateSubscriptionGroup(c *transport.Conn, re
 	return response(req, remoting.Success, "")
 }
 
-// handleDeleteSubscriptionGroup removes a group config (and its offsets
+// HandleDeleteSubscriptionGroup removes a group config (and its offsets
 // when cleanOffset is set).
 func (p *Processor) HandleDeleteSubscriptionGroup(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
@@ -149,7 +149,7 @@ func (p *Processor) HandleDeleteSubscriptionGroup(c *transport.Conn, req *remoti
 	return response(req, remoting.Success, "")
 }
 
-// handleGetAllSubscriptionGroupConfig answers every group config in strict
+// HandleGetAllSubscriptionGroupConfig answers every group config in strict
 // JSON.
 func (p *Processor) HandleGetAllSubscriptionGroupConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	doc := p.groups.Document()

@@ -31,7 +31,7 @@ type consumerData struct {
 	UnitMode            bool                       `json:"unitMode"`
 }
 
-// handleHeartbeat registers a client's producer and consumer groups. For
+// HandleHeartbeat registers a client's producer and consumer groups. For
 // each consumer group it creates the group config (autoCreateSubscriptionGroup)
 // and the %RETRY%<group> topic, records the subscriptions (tag codes
 // recomputed with Java's hash) and notifies the group on membership change.
@@ -68,7 +68,7 @@ func (p *Processor) HandleHeartbeat(c *transport.Conn, req *remoting.Command) *r
 	return response(req, remoting.Success, "")
 }
 
-// handleUnregisterClient removes the connection from the named groups
+// HandleUnregisterClient removes the connection from the named groups
 // (Java clients only).
 func (p *Processor) HandleUnregisterClient(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
@@ -98,7 +98,7 @@ type checkClientConfigBody struct {
 	SubscriptionData clients.SubscriptionData `json:"subscriptionData"`
 }
 
-// handleCheckClientConfig compiles a (non-TAG) subscription expression.
+// HandleCheckClientConfig compiles a (non-TAG) subscription expression.
 func (p *Processor) HandleCheckClientConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	var body checkClientConfigBody
 	if err := json.Unmarshal(req.Body, &body); err != nil {
@@ -120,7 +120,7 @@ func (p *Processor) HandleCheckClientConfig(c *transport.Conn, req *remoting.Com
 	return response(req, remoting.Success, "")
 }
 
-// handleGetConsumerList answers the group's client ids.
+// HandleGetConsumerList answers the group's client ids.
 func (p *Processor) HandleGetConsumerList(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
 	group := r.Str("consumerGroup", true)

@@ -18,7 +18,7 @@ type evictAnswer struct {
 	ResidentAfter  int64 `json:"residentAfter"`
 }
 
-// handleEvictPageCache serves Spool's EVICT_PAGE_CACHE (code 9001, ext
+// HandleEvictPageCache serves Spool's EVICT_PAGE_CACHE (code 9001, ext
 // "topic" optional): the store drops the CommitLog's pages (or the pages
 // holding one topic's records) from memory and reports residency measured
 // before and after. Benchmarks and incident replays use it to make reads

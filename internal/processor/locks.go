@@ -28,7 +28,7 @@ func decodeLockBody(req *remoting.Command) (*lockBatchBody, *remoting.Command) {
 	return &body, nil
 }
 
-// handleLockBatchMQ locks queues for an orderly consumer and answers the
+// HandleLockBatchMQ locks queues for an orderly consumer and answers the
 // ones it now holds.
 func (p *Processor) HandleLockBatchMQ(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	body, errResp := decodeLockBody(req)
@@ -45,7 +45,7 @@ func (p *Processor) HandleLockBatchMQ(c *transport.Conn, req *remoting.Command) 
 	return resp
 }
 
-// handleUnlockBatchMQ releases queues held by the client.
+// HandleUnlockBatchMQ releases queues held by the client.
 func (p *Processor) HandleUnlockBatchMQ(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	body, errResp := decodeLockBody(req)
 	if errResp != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// handleQueryConsumerOffset answers the group's committed offset. A group
+// HandleQueryConsumerOffset answers the group's committed offset. A group
 // with no committed offset gets 0 while the queue still starts at 0 and its
 // first message is within the in-memory window (RocketMQ's rule, so a new
 // group reads a young topic from the start), else QUERY_NOT_FOUND.
@@ -37,7 +37,7 @@ func (p *Processor) HandleQueryConsumerOffset(c *transport.Conn, req *remoting.C
 	return response(req, remoting.QueryNotFound, "Not found, maybe this group consumer boot first")
 }
 
-// handleUpdateConsumerOffset commits an offset.
+// HandleUpdateConsumerOffset commits an offset.
 func (p *Processor) HandleUpdateConsumerOffset(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
 	group := r.Str("consumerGroup", true)
@@ -72,7 +72,7 @@ func offsetResponse(req *remoting.Command, key string, v int64) *remoting.Comman
 	return resp
 }
 
-// handleGetMaxOffset answers the next offset to be written.
+// HandleGetMaxOffset answers the next offset to be written.
 func (p *Processor) HandleGetMaxOffset(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r, topic, qid := topicQueueHeader(req)
 	if r.Err() != nil {
@@ -81,7 +81,7 @@ func (p *Processor) HandleGetMaxOffset(c *transport.Conn, req *remoting.Command)
 	return offsetResponse(req, "offset", p.store.MaxOffsetInQueue(topic, qid))
 }
 
-// handleGetMinOffset answers the smallest offset still stored.
+// HandleGetMinOffset answers the smallest offset still stored.
 func (p *Processor) HandleGetMinOffset(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r, topic, qid := topicQueueHeader(req)
 	if r.Err() != nil {
@@ -90,7 +90,7 @@ func (p *Processor) HandleGetMinOffset(c *transport.Conn, req *remoting.Command)
 	return offsetResponse(req, "offset", p.store.MinOffsetInQueue(topic, qid))
 }
 
-// handleSearchOffsetByTimestamp answers the first offset stored at or after
+// HandleSearchOffsetByTimestamp answers the first offset stored at or after
 // a time.
 func (p *Processor) HandleSearchOffsetByTimestamp(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r, topic, qid := topicQueueHeader(req)
@@ -101,7 +101,7 @@ func (p *Processor) HandleSearchOffsetByTimestamp(c *transport.Conn, req *remoti
 	return offsetResponse(req, "offset", p.store.OffsetInQueueByTime(topic, qid, ts))
 }
 
-// handleGetEarliestMsgStoretime answers the store time of the queue's first
+// HandleGetEarliestMsgStoretime answers the store time of the queue's first
 // message.
 func (p *Processor) HandleGetEarliestMsgStoretime(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r, topic, qid := topicQueueHeader(req)

@@ -8,7 +8,7 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// handleQueryMessage finds records by key (KEYS entry) or by UNIQ_KEY
+// HandleQueryMessage finds records by key (KEYS entry) or by UNIQ_KEY
 // (_UNIQUE_KEY_QUERY=true) within a store-time range.
 func (p *Processor) HandleQueryMessage(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
@@ -54,7 +54,7 @@ func (p *Processor) HandleQueryMessage(c *transport.Conn, req *remoting.Command)
 	return resp
 }
 
-// handleViewMessageByID answers the record at a commit-log offset.
+// HandleViewMessageByID answers the record at a commit-log offset.
 func (p *Processor) HandleViewMessageByID(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
 	offset := r.I64("offset", true, 0)
