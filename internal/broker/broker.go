@@ -143,7 +143,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		clock:       clock.Or(opts.Clock),
 		consumers:   clients.NewConsumerManager(clients.Deps{Logger: logger}),
 		producers:   clients.NewProducerManager(),
-		locks:       clients.NewRebalanceLockManager(),
+		locks:       clients.NewRebalanceLockManager(clock.Or(opts.Clock)),
 		stats:       newBrokerStats(clock.Or(opts.Clock).Now()),
 		executors:   make(map[string]*transport.Executor),
 		delayLevels: levels,

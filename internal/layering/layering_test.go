@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"internal/timer":             {"internal/corrupt", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
 	"internal/namesrv":           {"remoting", "remoting/transport", "internal/clock"},
 	"internal/metadata":          {"internal/clock"},
-	"internal/clients":           {"internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
+	"internal/clients":           {"internal/clock", "internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/transaction":       {"internal/clock", "internal/metadata", "internal/store", "message", "remoting"},
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
 	"internal/longpoll":          {"remoting/transport"},

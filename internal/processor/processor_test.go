@@ -46,7 +46,7 @@ func newProcessor(t *testing.T, st *fakeStore) *Processor {
 		Offsets:       metadata.NewConsumerOffsetManager(md),
 		Consumers:     clients.NewConsumerManager(clients.Deps{}),
 		Producers:     clients.NewProducerManager(),
-		Locks:         clients.NewRebalanceLockManager(),
+		Locks:         clients.NewRebalanceLockManager(nil),
 		Config:        func() Config { return Config{BrokerName: "b", BrokerClusterName: "c"} },
 		HoldRoute:     func(*remoting.Command, string) {},
 		ValidateTopic: func(string) string { return "" },
