@@ -14,7 +14,9 @@ import (
 
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
@@ -79,7 +81,8 @@ type Broker struct {
 	consumers *clients.ConsumerManager
 	producers *clients.ProducerManager
 	locks     *clients.RebalanceLockManager
-	longPoll  *longPollService
+	longPoll  *longpoll.Service
+	proc      *processor.Processor
 	registrar *registrar
 	schedule  *schedule.Service
 	txCheck   transactionService
@@ -140,8 +143,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		clock:       clock.Or(opts.Clock),
 		consumers:   clients.NewConsumerManager(clients.Deps{Logger: logger}),
 		producers:   clients.NewProducerManager(),
-		locks:       clients.NewRebalanceLockManager(),
-		stats:       newBrokerStats(),
+		locks:       clients.NewRebalanceLockManager(clock.Or(opts.Clock)),
+		stats:       newBrokerStats(clock.Or(opts.Clock).Now()),
 		executors:   make(map[string]*transport.Executor),
 		delayLevels: levels,
 		stop:        make(chan struct{}),
@@ -153,7 +156,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		b.cfgFile = DefaultConfigFile(opts.StoreConfig.StorePathRootDir)
 	}
 	configDir := filepath.Join(opts.StoreConfig.StorePathRootDir, "config")
-	md := metadataDeps(&cfg, configDir, logger)
+	md := metadataDeps(&cfg, configDir, logger, b.clock)
 	b.topics = metadata.NewTopicConfigManager(md)
 	b.groups = metadata.NewSubscriptionGroupManager(md)
 	b.offsets = metadata.NewConsumerOffsetManager(md)
@@ -181,9 +184,10 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		}
 		b.store = st
 	}
-	b.longPoll = newLongPollService(b)
+	b.longPoll = longpoll.New(longPollDeps(b))
 	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
 	b.flow = newFlowControl(b)
+	b.proc = processor.New(processorDeps(b))
 	b.server = transport.NewServer(transport.ServerConfig{
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,
@@ -295,9 +299,9 @@ func (b *Broker) Start() error {
 	}
 	b.background(func() { b.offsets.RunFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
 	b.background(b.housekeeping)
-	b.background(func() { b.stats.run(b.stop, b.timerTotals) })
+	b.background(func() { b.stats.run(b.stop, b.timerTotals, b.clock) })
 	b.background(b.flow.run)
-	b.background(b.longPoll.run)
+	b.background(func() { b.longPoll.Run(b.stop) })
 	b.registrar.round()
 	b.background(b.registrar.run)
 	b.background(b.registrar.runTopicChanges)
@@ -324,7 +328,7 @@ func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
 	if topic == topicSchedule {
 		b.schedule.OnDispatch(queueID)
 	}
-	b.longPoll.onDispatch(topic, queueID, maxOffset)
+	b.longPoll.OnDispatch(topic, queueID, maxOffset)
 }
 
 // housekeeping expires silent clients.
@@ -335,7 +339,8 @@ func (b *Broker) housekeeping() {
 		select {
 		case <-b.stop:
 			return
-		case now := <-t.C:
+		case <-t.C:
+			now := b.clock.Now()
 			cfg := b.config()
 			expiry := millis(cfg.ChannelExpiredTimeout)
 			b.consumers.ScanExpired(now, expiry, cfg.NotifyConsumerIdsChangedEnable)
@@ -358,7 +363,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	var errs []error
 	b.schedule.Stop()
 	b.txCheck.Stop()
-	b.longPoll.shutdown()
+	b.longPoll.Shutdown()
 	if err := b.server.Drain(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("waiting for in-flight requests: %w", err))
 	}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/store/stats"
 )
@@ -33,8 +34,8 @@ type brokerStats struct {
 	timerEnq, timerDeq stats.RateSampler
 }
 
-func newBrokerStats() *brokerStats {
-	return &brokerStats{day: time.Now().YearDay()}
+func newBrokerStats(now time.Time) *brokerStats {
+	return &brokerStats{day: now.YearDay()}
 }
 
 // countPut counts a stored message of topic (a batch counts its messages).
@@ -86,16 +87,16 @@ func (s *brokerStats) today() (putMorning, putNow, getMorning, getNow, putYester
 
 // run samples once a second until stop; timerTotals reports the wheel's
 // accepted and delivered counts.
-func (s *brokerStats) run(stop <-chan struct{}, timerTotals func() (enq, deq int64)) {
+func (s *brokerStats) run(stop <-chan struct{}, timerTotals func() (enq, deq int64), clk clock.Clock) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case now := <-t.C:
+		case <-t.C:
 			enq, deq := timerTotals()
-			s.sample(now, enq, deq)
+			s.sample(clk.Now(), enq, deq)
 		}
 	}
 }

@@ -1,12 +1,15 @@
 // Package broker is Spool's RocketMQ-compatible broker: the wiring that
 // builds a broker from its parts (internal/metadata for topics, groups,
 // offsets and their files; internal/clients for connected producers and
-// consumers; internal/transaction for the pending-half index;
-// internal/schedule for delayed delivery), the remoting processors (send,
-// pull with long polling, offsets, heartbeats, admin, retries and dead
-// letters, orderly locks, END_TRANSACTION, request/reply), the transaction
-// check-back, client expiry and registration with name servers. Only the
-// command (cmd/spool) imports it, tests aside.
+// consumers; internal/transaction for the pending-half index and the
+// check-back; internal/schedule for delayed delivery; internal/longpoll
+// for held pulls; internal/processor for the admin, offset, heartbeat,
+// lock and query handlers) and registers every request code with its
+// handler (registerProcessors); the data-path handlers (send, pull,
+// retries and dead letters, END_TRANSACTION, request/reply) with flow
+// control; the broker-config and runtime-info handlers; client expiry
+// and registration with name servers. Only the command (cmd/spool)
+// imports it, tests aside.
 //
 // Through its parts it owns the broker's config/ directory; it talks to
 // storage only through store.MessageStore. It must never: block a worker on a flush (sends are

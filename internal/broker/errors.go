@@ -4,15 +4,16 @@ import (
 	"errors"
 
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/processor"
 )
 
 // Sentinel errors. Request-level failures are answered with a response
 // code and remark; these are for the broker's own API and for wrapping.
 var (
 	// ErrBadHeader marks a request whose ext fields are missing or malformed.
-	ErrBadHeader = errors.New("bad request header")
+	ErrBadHeader = processor.ErrBadHeader
 	// ErrBadBody marks a request whose body does not decode.
-	ErrBadBody = errors.New("bad request body")
+	ErrBadBody = processor.ErrBadBody
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("broker already started")
 	// ErrShutdown is returned once Shutdown has begun.

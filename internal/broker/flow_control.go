@@ -196,21 +196,23 @@ func (f *flowControl) afterColdRead(d coldDecision, res *store.GetResult) {
 	}
 }
 
-// holdColdPull answers a pull over the cold-read budget after wait (a
-// timer, no worker waits): the pull then runs again through its pull
+// holdColdPull answers a pull over the cold-read budget after wait, read
+// on the broker's clock (no worker waits): the pull then runs again through its pull
 // executor, without permission to be held again (an empty
 // PULL_RETRY_IMMEDIATELY answer if the budget is still spent). A pull
 // whose connection closed meanwhile is not run: the transport released it.
 func (b *Broker) holdColdPull(r *transport.Responder, h *pullHeader, wait time.Duration) {
 	b.flow.coldHeld.Add(1)
-	time.AfterFunc(wait, func() {
+	after := b.clock.After(wait)
+	go func() {
+		<-after
 		select {
 		case <-r.Conn().Closed():
 			return
 		default:
 		}
 		b.resumePull(r, h)
-	})
+	}()
 }
 
 // coldRetryResponse answers a re-run pull that still finds the budget

@@ -314,7 +314,7 @@ func TestInflightCapPerConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the held pull", func() bool { return e.b.longPoll.held() == 1 })
+	waitFor(t, "the held pull", func() bool { return e.b.longPoll.Held() == 1 })
 	r := e.invoke(goRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
 	if r.Code != remoting.SystemBusy || r.Remark != "[REJECTREQUEST]system busy, too many requests in flight on this connection, limit: 1" {
 		t.Fatalf("code %d remark %q", r.Code, r.Remark)

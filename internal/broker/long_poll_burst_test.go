@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -36,15 +37,11 @@ func TestLongPollWakeUpsBoundedByPullExecutor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the pulls to be held", func() bool { return e.b.longPoll.held() == n })
+	waitFor(t, "the pulls to be held", func() bool { return e.b.longPoll.Held() == n })
 
 	// Occupy the pull executor's only worker.
 	var conn *transport.Conn
-	e.b.longPoll.mu.Lock()
-	for _, list := range e.b.longPoll.table {
-		conn = list[0].r.Conn()
-	}
-	e.b.longPoll.mu.Unlock()
+	e.b.longPoll.Each(func(p *longpoll.Pull) { conn = p.Responder.Conn() })
 	gate, running := make(chan struct{}), make(chan struct{})
 	blocker := conn.Defer(remoting.NewRequest(remoting.PullMessage, nil, nil))
 	e.b.pullEx.Resume(blocker, func(*transport.Responder) {
@@ -71,7 +68,7 @@ func TestLongPollWakeUpsBoundedByPullExecutor(t *testing.T) {
 			t.Fatalf("woken pull: %+v", r)
 		}
 	}
-	if e.b.longPoll.held() != 0 {
-		t.Errorf("%d pulls still held", e.b.longPoll.held())
+	if e.b.longPoll.Held() != 0 {
+		t.Errorf("%d pulls still held", e.b.longPoll.Held())
 	}
 }

@@ -33,7 +33,7 @@ func TestWokenLongPollsLeaveNoLiveObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the pull to be held", func() bool { return e.b.longPoll.held() == 1 })
+		waitFor(t, "the pull to be held", func() bool { return e.b.longPoll.Held() == 1 })
 		e.mustSend("LH", 0, "", "wake")
 		if r := <-done; r == nil || r.Code != remoting.Success {
 			t.Fatalf("held pull answered %+v", r)

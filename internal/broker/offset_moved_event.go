@@ -36,7 +36,7 @@ func (b *Broker) recordOffsetMoved(h *pullHeader, offsetNew int64) {
 		Body:             body,
 		Properties:       props,
 		PropertiesString: message.EncodeProperties(props),
-		BornTimestamp:    nowMillis(),
+		BornTimestamp:    b.nowMillis(),
 		BornHost:         b.storeHost,
 		StoreHost:        b.storeHost,
 		TagsCode:         message.TagsHashCode(h.consumerGroup),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -59,35 +60,35 @@ func (b *Broker) registerProcessors() {
 	regLater(remoting.PullMessage, b.handlePull, b.pullEx)
 	regLater(remoting.LitePullMessage, b.handlePull, b.litePullEx)
 
-	reg(remoting.QueryMessage, b.handleQueryMessage, query)
-	reg(remoting.ViewMessageByID, b.handleViewMessageByID, query)
+	reg(remoting.QueryMessage, b.proc.HandleQueryMessage, query)
+	reg(remoting.ViewMessageByID, b.proc.HandleViewMessageByID, query)
 
-	reg(remoting.HeartBeat, b.handleHeartbeat, heartbeat)
-	reg(remoting.UnregisterClient, b.handleUnregisterClient, client)
-	reg(remoting.CheckClientConfig, b.handleCheckClientConfig, client)
+	reg(remoting.HeartBeat, b.proc.HandleHeartbeat, heartbeat)
+	reg(remoting.UnregisterClient, b.proc.HandleUnregisterClient, client)
+	reg(remoting.CheckClientConfig, b.proc.HandleCheckClientConfig, client)
 
-	reg(remoting.GetConsumerListByGroup, b.handleGetConsumerList, consumer)
-	reg(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset, consumer)
-	reg(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset, consumer)
+	reg(remoting.GetConsumerListByGroup, b.proc.HandleGetConsumerList, consumer)
+	reg(remoting.QueryConsumerOffset, b.proc.HandleQueryConsumerOffset, consumer)
+	reg(remoting.UpdateConsumerOffset, b.proc.HandleUpdateConsumerOffset, consumer)
 
 	regLater(remoting.EndTransaction, b.handleEndTransaction, endTx)
 
-	reg(remoting.GetMaxOffset, b.handleGetMaxOffset, admin)
-	reg(remoting.GetMinOffset, b.handleGetMinOffset, admin)
-	reg(remoting.SearchOffsetByTimestamp, b.handleSearchOffsetByTimestamp, admin)
-	reg(remoting.GetEarliestMsgStoretime, b.handleGetEarliestMsgStoretime, admin)
-	reg(remoting.LockBatchMQ, b.handleLockBatchMQ, admin)
-	reg(remoting.UnlockBatchMQ, b.handleUnlockBatchMQ, admin)
-	reg(remoting.UpdateAndCreateTopic, b.handleUpdateAndCreateTopic, admin)
-	reg(remoting.DeleteTopicInBroker, b.handleDeleteTopic, admin)
-	reg(remoting.GetAllTopicConfig, b.handleGetAllTopicConfig, admin)
-	reg(remoting.UpdateAndCreateSubscriptionGroup, b.handleUpdateAndCreateSubscriptionGroup, admin)
-	reg(remoting.DeleteSubscriptionGroup, b.handleDeleteSubscriptionGroup, admin)
-	reg(remoting.GetAllSubscriptionGroupConfig, b.handleGetAllSubscriptionGroupConfig, admin)
+	reg(remoting.GetMaxOffset, b.proc.HandleGetMaxOffset, admin)
+	reg(remoting.GetMinOffset, b.proc.HandleGetMinOffset, admin)
+	reg(remoting.SearchOffsetByTimestamp, b.proc.HandleSearchOffsetByTimestamp, admin)
+	reg(remoting.GetEarliestMsgStoretime, b.proc.HandleGetEarliestMsgStoretime, admin)
+	reg(remoting.LockBatchMQ, b.proc.HandleLockBatchMQ, admin)
+	reg(remoting.UnlockBatchMQ, b.proc.HandleUnlockBatchMQ, admin)
+	reg(remoting.UpdateAndCreateTopic, b.proc.HandleUpdateAndCreateTopic, admin)
+	reg(remoting.DeleteTopicInBroker, b.proc.HandleDeleteTopic, admin)
+	reg(remoting.GetAllTopicConfig, b.proc.HandleGetAllTopicConfig, admin)
+	reg(remoting.UpdateAndCreateSubscriptionGroup, b.proc.HandleUpdateAndCreateSubscriptionGroup, admin)
+	reg(remoting.DeleteSubscriptionGroup, b.proc.HandleDeleteSubscriptionGroup, admin)
+	reg(remoting.GetAllSubscriptionGroupConfig, b.proc.HandleGetAllSubscriptionGroupConfig, admin)
 	reg(remoting.GetBrokerRuntimeInfo, b.handleGetBrokerRuntimeInfo, admin)
 	reg(remoting.GetBrokerConfig, b.handleGetBrokerConfig, admin)
 	reg(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig, admin)
-	reg(remoting.EvictPageCache, b.handleEvictPageCache, admin)
+	reg(remoting.EvictPageCache, b.proc.HandleEvictPageCache, admin)
 
 	b.server.OnConnClose(b.onConnClose)
 }
@@ -148,10 +149,14 @@ func response(req *remoting.Command, code int32, remark string) *remoting.Comman
 
 // badHeader answers a request whose ext fields do not parse.
 func badHeader(req *remoting.Command, err error) *remoting.Command {
-	return response(req, remoting.InvalidParameter, err.Error())
+	return processor.BadHeader(req, err)
 }
 
 func isBadHeader(err error) bool { return errors.Is(err, ErrBadHeader) }
 
-// nowMillis is the broker clock in milliseconds.
+// nowMillis is the broker's clock (Options.Clock) in milliseconds.
+func (b *Broker) nowMillis() int64 { return b.clock.Now().UnixMilli() }
+
+// nowMillis is the wall clock in milliseconds, read by delay.go until it
+// reads the broker's clock.
 func nowMillis() int64 { return time.Now().UnixMilli() }

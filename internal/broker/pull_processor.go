@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/spoolmq/spool/internal/clients"
+	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -43,23 +45,23 @@ type pullHeader struct {
 }
 
 func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
-	r := newExtReader(req)
+	r := processor.NewHeader(req)
 	h := &pullHeader{
-		consumerGroup:        r.str("consumerGroup", true),
-		topic:                r.str("topic", true),
-		queueID:              r.i32("queueId", true, 0),
-		queueOffset:          r.i64("queueOffset", true, 0),
-		maxMsgNums:           r.i32("maxMsgNums", true, 0),
-		sysFlag:              r.i32("sysFlag", true, 0),
-		commitOffset:         r.i64("commitOffset", true, 0),
-		suspendTimeoutMillis: r.i64("suspendTimeoutMillis", true, 0),
-		subscription:         r.str("subscription", false),
-		subVersion:           r.i64("subVersion", true, 0),
-		expressionType:       r.str("expressionType", false),
-		maxMsgBytes:          r.i32("maxMsgBytes", false, math.MaxInt32),
+		consumerGroup:        r.Str("consumerGroup", true),
+		topic:                r.Str("topic", true),
+		queueID:              r.I32("queueId", true, 0),
+		queueOffset:          r.I64("queueOffset", true, 0),
+		maxMsgNums:           r.I32("maxMsgNums", true, 0),
+		sysFlag:              r.I32("sysFlag", true, 0),
+		commitOffset:         r.I64("commitOffset", true, 0),
+		suspendTimeoutMillis: r.I64("suspendTimeoutMillis", true, 0),
+		subscription:         r.Str("subscription", false),
+		subVersion:           r.I64("subVersion", true, 0),
+		expressionType:       r.Str("expressionType", false),
+		maxMsgBytes:          r.I32("maxMsgBytes", false, math.MaxInt32),
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	if h.expressionType == "" {
 		h.expressionType = clients.ExprTag
@@ -262,7 +264,7 @@ func (b *Broker) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader
 		}
 		if timeout > 0 {
 			held = c.Defer(req)
-			b.longPoll.suspend(&heldPull{r: held, h: h}, millis(timeout))
+			b.longPoll.Suspend(&longpoll.Pull{Responder: held, Topic: h.topic, QueueID: h.queueID, Offset: h.queueOffset, Header: h}, millis(timeout))
 			b.commitPullOffset(h, firstRun)
 			return nil, nil, held
 		}

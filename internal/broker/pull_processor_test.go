@@ -75,7 +75,7 @@ func TestLongPollWokenBySend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the pull to be held", func() bool { return e.b.longPoll.held() == 1 })
+	waitFor(t, "the pull to be held", func() bool { return e.b.longPoll.Held() == 1 })
 	e.mustSend("LP", 0, "", "wake")
 	r := <-done
 	if r.err != nil || r.resp.Code != remoting.Success {
@@ -84,8 +84,8 @@ func TestLongPollWokenBySend(t *testing.T) {
 	if recs := decodeRecords(t, r.resp.Body); len(recs) != 1 || string(recs[0].Body) != "wake" {
 		t.Fatalf("records %+v", recs)
 	}
-	if e.b.longPoll.held() != 0 {
-		t.Errorf("%d pulls still held", e.b.longPoll.held())
+	if e.b.longPoll.Held() != 0 {
+		t.Errorf("%d pulls still held", e.b.longPoll.Held())
 	}
 }
 
@@ -110,7 +110,7 @@ func TestShutdownAnswersHeldPulls(t *testing.T) {
 		func(r *remoting.Command, err error) { done <- r }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the pull to be held", func() bool { return e.b.longPoll.held() == 1 })
+	waitFor(t, "the pull to be held", func() bool { return e.b.longPoll.Held() == 1 })
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
 	if err := e.b.Shutdown(sctx); err != nil {

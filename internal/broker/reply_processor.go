@@ -21,7 +21,7 @@ const pushReplyTimeout = 3 * time.Second
 // PUSH_REPLY_MESSAGE_TO_CLIENT, then stored when storeReplyMessageEnable.
 // The push is asynchronous; no worker waits for the requester.
 func (b *Broker) handleSendReply(c *transport.Conn, req *remoting.Command) transport.Reply {
-	h, err := parseSendHeader(req)
+	h, err := parseSendHeader(req, b.nowMillis)
 	if err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
@@ -88,7 +88,7 @@ func (b *Broker) handleSendReply(c *transport.Conn, req *remoting.Command) trans
 
 // pushReplyRequest builds PUSH_REPLY_MESSAGE_TO_CLIENT for a reply.
 func (b *Broker) pushReplyRequest(h *sendHeader, m *message.Inner) *remoting.Command {
-	now := nowMillis()
+	now := b.nowMillis()
 	props := make(map[string]string, len(m.Properties)+1)
 	for k, v := range m.Properties {
 		props[k] = v

@@ -184,7 +184,7 @@ func TestCreatedTopicSurvivesCrashBeforeTopicsJSON(t *testing.T) {
 	copyDir(t, filepath.Join(e.dir, "config"), crash)
 	release()
 
-	m := metadata.NewTopicConfigManager(metadataDeps(&e.cfg, crash, testLogger(t)))
+	m := metadata.NewTopicConfigManager(metadataDeps(&e.cfg, crash, testLogger(t), nil))
 	if err := m.Load(); err != nil {
 		t.Fatal(err)
 	}

@@ -172,7 +172,7 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("requestBodyBudgetPauses", int64(ss.BodyBudgetPauses))
 	i64("requestBodyBudgetPausedMills", ss.BodyBudgetPaused.Milliseconds())
 	i64("connections", int64(ss.Conns))
-	i64("heldPullRequests", int64(b.longPoll.held()))
+	i64("heldPullRequests", int64(b.longPoll.Held()))
 
 	// Transactions: the check service's index and read budget.
 	tx := b.TransactionStats()
@@ -239,7 +239,7 @@ func (b *Broker) timerRunningStats(t map[string]string) {
 	var readBehind, offsetBehind, congest int64
 	if ts, ok := b.TimerStats(); ok {
 		if ts.Cursor > 0 {
-			readBehind = max(time.Now().Unix()-ts.Cursor, 0)
+			readBehind = max(b.clock.Now().Unix()-ts.Cursor, 0)
 		}
 		offsetBehind = max(b.store.MaxOffsetInQueue(timer.Topic, 0)-ts.EnqueueOffset, 0)
 		congest = ts.Pending

@@ -312,7 +312,7 @@ func TestParseLikeToolsRejects(t *testing.T) {
 // System topics stay out of the day totals; the timing wheel's rates are
 // those of the last ten one-second samples.
 func TestBrokerStatsCounts(t *testing.T) {
-	s := newBrokerStats()
+	s := newBrokerStats(time.Now())
 	ok := store.PutResult{Status: store.PutOK, MsgNum: 3}
 	s.countPut("T", ok)
 	s.countPut(topicSchedule, ok)

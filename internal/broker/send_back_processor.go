@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -17,14 +18,14 @@ import (
 // the client leaves it to the broker), or into %DLQ%<group> once the
 // reconsume limit is reached or when the client asks (delayLevel < 0).
 func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Command) transport.Reply {
-	r := newExtReader(req)
-	offset := r.i64("offset", true, 0)
-	group := r.str("group", true)
-	delayLevel := r.i32("delayLevel", true, 0)
-	hasMax := r.has("maxReconsumeTimes")
-	maxHeader := r.i32("maxReconsumeTimes", false, 0)
-	if r.err != nil {
-		return transport.Respond(badHeader(req, r.err))
+	r := processor.NewHeader(req)
+	offset := r.I64("offset", true, 0)
+	group := r.Str("group", true)
+	delayLevel := r.I32("delayLevel", true, 0)
+	hasMax := r.Has("maxReconsumeTimes")
+	maxHeader := r.I32("maxReconsumeTimes", false, 0)
+	if r.Err() != nil {
+		return transport.Respond(badHeader(req, r.Err()))
 	}
 	cfg := b.config()
 	if b.stopping() {

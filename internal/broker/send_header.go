@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -63,19 +64,20 @@ type sendHeader struct {
 
 // parseSendHeader decodes the header of a send request. producerGroup,
 // topic and queueId are required; the other fields RocketMQ marks required
-// default to what the Go client sends when absent (TBW102, 4, 0, now).
+// default to what the Go client sends when absent (TBW102, 4, 0, now
+// read from the broker's clock).
 //
 // Each field is looked up once, by the name its code uses (codes 310, 320
 // and 324 use the V2 one-letter names when "b" is present, long names
 // otherwise): a lookup per field is cheaper than ranging over the map,
 // and there is no second lookup through the alias table.
-func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
-	r := extReader{cmd: req}
+func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, error) {
+	r := processor.NewHeader(req)
 	names := &sendFieldNames
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
 		// Java maps V2 names for these codes; accept long names too.
 		if _, ok := req.ExtFields["b"]; ok {
-			r.alias = sendV2Keys // error remarks name both
+			r.Alias(sendV2Keys) // error remarks name both
 			names = &sendFieldShort
 		}
 	}
@@ -86,9 +88,9 @@ func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
 			vals[i], have[i] = ext[names[i]]
 		}
 	}
-	str := func(i int, required bool) string { return r.strOf(sendFieldNames[i], vals[i], have[i], required) }
+	str := func(i int, required bool) string { return r.StrOf(sendFieldNames[i], vals[i], have[i], required) }
 	i32 := func(i int, required bool, def int32) int32 {
-		return r.i32Of(sendFieldNames[i], vals[i], have[i], required, def)
+		return r.I32Of(sendFieldNames[i], vals[i], have[i], required, def)
 	}
 	h := &sendHeader{
 		producerGroup:         str(sfProducerGroup, true),
@@ -100,22 +102,22 @@ func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
 	}
 	// The default is read only when needed: the clock is not free.
 	if v := vals[sfBornTimestamp]; have[sfBornTimestamp] && strings.TrimSpace(v) != "" {
-		h.bornTimestamp = r.i64Of(sendFieldNames[sfBornTimestamp], v, true, false, 0)
+		h.bornTimestamp = r.I64Of(sendFieldNames[sfBornTimestamp], v, true, false, 0)
 	} else {
-		h.bornTimestamp = nowMillis()
+		h.bornTimestamp = now()
 	}
 	h.flag = i32(sfFlag, false, 0)
 	h.properties = vals[sfProperties]
 	h.reconsumeTimes = i32(sfReconsumeTimes, false, 0)
-	h.unitMode = boolOf(vals[sfUnitMode], have[sfUnitMode], false)
+	h.unitMode = processor.BoolOf(vals[sfUnitMode], have[sfUnitMode], false)
 	h.hasMaxReconsumeTimes = have[sfMaxReconsumeTimes] && vals[sfMaxReconsumeTimes] != ""
 	h.maxReconsumeTimes = i32(sfMaxReconsumeTimes, false, 0)
-	h.batch = boolOf(vals[sfBatch], have[sfBatch], false)
+	h.batch = processor.BoolOf(vals[sfBatch], have[sfBatch], false)
 	if h.defaultTopic == "" {
 		h.defaultTopic = topicAutoCreate
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	return h, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -35,7 +36,7 @@ func TestParseSendHeaderNames(t *testing.T) {
 		{remoting.SendBatchMessage, short},
 		{remoting.SendReplyMessageV2, short},
 	} {
-		h, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil))
+		h, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil), nowMillis)
 		if err != nil {
 			t.Fatalf("code %d: %v", tc.code, err)
 		}
@@ -44,7 +45,7 @@ func TestParseSendHeaderNames(t *testing.T) {
 		}
 	}
 	// Code 10 does not read short names.
-	if _, err := parseSendHeader(remoting.NewRequest(remoting.SendMessage, short, nil)); err == nil ||
+	if _, err := parseSendHeader(remoting.NewRequest(remoting.SendMessage, short, nil), nowMillis); err == nil ||
 		!strings.Contains(err.Error(), "missing ext field producerGroup") {
 		t.Errorf("V1 code with short names: err %v", err)
 	}
@@ -52,7 +53,7 @@ func TestParseSendHeaderNames(t *testing.T) {
 
 func TestParseSendHeaderDefaultsAndErrors(t *testing.T) {
 	h, err := parseSendHeader(remoting.NewRequest(remoting.SendMessage,
-		map[string]string{"producerGroup": "pg", "topic": "T", "queueId": "0", "bornTimestamp": " "}, nil))
+		map[string]string{"producerGroup": "pg", "topic": "T", "queueId": "0", "bornTimestamp": " "}, nil), nowMillis)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestParseSendHeaderDefaultsAndErrors(t *testing.T) {
 		{remoting.SendMessageV2, map[string]string{"a": "pg", "b": "T", "e": "0", "g": "soon"}, `bornTimestamp (g)="soon" is not an integer`},
 		{remoting.SendMessageV2, map[string]string{"a": "pg", "b": "T"}, "missing ext field queueId (e)"},
 	} {
-		_, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil))
+		_, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil), nowMillis)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want %q", tc.ext, err, tc.want)
 		}
@@ -171,7 +172,7 @@ func BenchmarkParseSendHeader(b *testing.B) {
 		b.Run(remoting.RequestName(req.Code), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := parseSendHeader(req); err != nil {
+				if _, err := parseSendHeader(req, nowMillis); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -182,9 +183,9 @@ func BenchmarkParseSendHeader(b *testing.B) {
 func TestPlainDecimalMatchesStrconv(t *testing.T) {
 	for _, s := range []string{"0", "7", "-1", "-0", "2147483647", "2147483648", "-2147483648", "-2147483649",
 		"999999999999999999", "1000000000000000000", "9223372036854775807", "", "-", "+1", " 1", "1 ", "1a", "٣"} {
-		r := extReader{}
-		got64 := r.i64Of("k", s, true, false, -7)
-		got32 := r.i32Of("k", s, true, false, -7)
+		r := processor.Header{}
+		got64 := r.I64Of("k", s, true, false, -7)
+		got32 := r.I32Of("k", s, true, false, -7)
 		want64, err64 := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err64 != nil {
 			want64 = -7

@@ -31,7 +31,7 @@ type sendTarget struct {
 // It answers validation failures at once; a message that reaches the store
 // is answered from the store's completion, so no worker waits for a flush.
 func (b *Broker) handleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
-	h, err := parseSendHeader(req)
+	h, err := parseSendHeader(req, b.nowMillis)
 	if err != nil {
 		return transport.Respond(badHeader(req, err))
 	}

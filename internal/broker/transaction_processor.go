@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/transaction"
@@ -19,14 +20,14 @@ import (
 // State "unknown" (0) gets no answer; the transaction check service asks
 // the producer later.
 func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) transport.Reply {
-	r := newExtReader(req)
-	group := r.str("producerGroup", true)
-	tranOffset := r.i64("tranStateTableOffset", true, 0)
-	clOffset := r.i64("commitLogOffset", true, 0)
-	state := r.i32("commitOrRollback", true, 0)
-	fromCheck := r.str("fromTransactionCheck", false) == "true"
-	if r.err != nil {
-		return transport.Respond(badHeader(req, r.err))
+	r := processor.NewHeader(req)
+	group := r.Str("producerGroup", true)
+	tranOffset := r.I64("tranStateTableOffset", true, 0)
+	clOffset := r.I64("commitLogOffset", true, 0)
+	state := r.I32("commitOrRollback", true, 0)
+	fromCheck := r.Str("fromTransactionCheck", false) == "true"
+	if r.Err() != nil {
+		return transport.Respond(badHeader(req, r.Err()))
 	}
 	switch state {
 	case message.TransactionNotType:
@@ -71,7 +72,7 @@ func (b *Broker) handleEndTransaction(c *transport.Conn, req *remoting.Command) 
 	// As RocketMQ: an immunity time below transactionTimeOut counts as
 	// transactionTimeOut.
 	if ms := transaction.ImmunityMillis(ext.Properties); ms > 0 && !fromCheck &&
-		nowMillis()-ext.BornTimestamp > max(ms, b.config().TransactionTimeOut) {
+		b.nowMillis()-ext.BornTimestamp > max(ms, b.config().TransactionTimeOut) {
 		ms = max(ms, b.config().TransactionTimeOut)
 		return transport.Respond(response(req, remoting.IllegalOperation, fmt.Sprintf(
 			"the half message is older than its CHECK_IMMUNITY_TIME_IN_SECONDS (%d ms); only an answer to a check may end it", ms)))

@@ -3,7 +3,10 @@ package broker
 import (
 	"log/slog"
 
+	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
@@ -14,13 +17,14 @@ import (
 const scheduleQueueNums = 18
 
 // metadataDeps is what the broker gives the metadata managers.
-func metadataDeps(cfg *Config, configDir string, logger *slog.Logger) metadata.Deps {
+func metadataDeps(cfg *Config, configDir string, logger *slog.Logger, clk clock.Clock) metadata.Deps {
 	return metadata.Deps{
 		ConfigDir:       configDir,
 		Logger:          logger,
 		BuiltinTopics:   systemTopics(cfg),
 		AutoCreateTopic: topicAutoCreate,
 		ValidateGroup:   validateGroup,
+		Clock:           clk,
 	}
 }
 
@@ -110,5 +114,45 @@ func transactionDeps(b *Broker, indexPath string) transaction.Deps {
 		CheckMaxTopic: topicTransCheckMax,
 		IndexPath:     indexPath,
 		Logger:        b.logger,
+	}
+}
+
+// longPollDeps is what the broker gives long polling: the queue's end and
+// the re-run of a held pull through its pull executor.
+func longPollDeps(b *Broker) longpoll.Deps {
+	return longpoll.Deps{
+		MaxOffset: func(topic string, queueID int32) int64 { return b.store.MaxOffsetInQueue(topic, queueID) },
+		Resume:    func(p *longpoll.Pull) { b.resumePull(p.Responder, p.Header.(*pullHeader)) },
+	}
+}
+
+// processorDeps is what the broker gives the table and client handlers.
+func processorDeps(b *Broker) processor.Deps {
+	return processor.Deps{
+		Store:     b.store,
+		Topics:    b.topics,
+		Groups:    b.groups,
+		Offsets:   b.offsets,
+		Consumers: b.consumers,
+		Producers: b.producers,
+		Locks:     b.locks,
+		Config: func() processor.Config {
+			cfg := b.config()
+			return processor.Config{
+				BrokerName:                     cfg.BrokerName,
+				BrokerClusterName:              cfg.BrokerClusterName,
+				AutoCreateSubscriptionGroup:    cfg.AutoCreateSubscriptionGroup,
+				NotifyConsumerIdsChangedEnable: cfg.NotifyConsumerIdsChangedEnable,
+				EnablePropertyFilter:           cfg.EnablePropertyFilter,
+				DefaultQueryMaxNum:             b.storeConfig().DefaultQueryMaxNum,
+			}
+		},
+		Clock:         b.clock,
+		Logger:        b.logger,
+		HoldRoute:     b.holdRoute,
+		ValidateTopic: validateTopic,
+		ValidateGroup: validateGroup,
+		IsSystemTopic: isSystemTopic,
+		RetryTopic:    retryTopic,
 	}
 }

@@ -28,7 +28,7 @@ func TestSubscriptionNormalize(t *testing.T) {
 }
 
 func TestRebalanceLockExpiry(t *testing.T) {
-	m := NewRebalanceLockManager()
+	m := NewRebalanceLockManager(nil)
 	now := time.Unix(1000, 0)
 	m.now = func() time.Time { return now }
 	mq := []MessageQueue{{Topic: "T", BrokerName: "b", QueueID: 0}}
@@ -49,7 +49,7 @@ func TestRebalanceLockExpiry(t *testing.T) {
 
 // TestRebalanceLockRenewal: a lock lives 60 s after its last renewal.
 func TestRebalanceLockRenewal(t *testing.T) {
-	m := NewRebalanceLockManager()
+	m := NewRebalanceLockManager(nil)
 	now := time.Unix(1000, 0)
 	m.now = func() time.Time { return now }
 	mq := []MessageQueue{{Topic: "T", BrokerName: "b", QueueID: 0}}

@@ -3,6 +3,8 @@ package clients
 import (
 	"sync"
 	"time"
+
+	"github.com/spoolmq/spool/internal/clock"
 )
 
 // lockMaxLiveTime is how long a queue lock lives without renewal
@@ -29,8 +31,10 @@ type RebalanceLockManager struct {
 	now   func() time.Time
 }
 
-func NewRebalanceLockManager() *RebalanceLockManager {
-	return &RebalanceLockManager{table: make(map[string]map[MessageQueue]*lockEntry), now: time.Now}
+// NewRebalanceLockManager builds the lock table; its expiry reads clk
+// (nil = the wall clock).
+func NewRebalanceLockManager(clk clock.Clock) *RebalanceLockManager {
+	return &RebalanceLockManager{table: make(map[string]map[MessageQueue]*lockEntry), now: clock.Or(clk).Now}
 }
 
 // TryLockBatch locks the queues that are free, expired, or already held

@@ -32,7 +32,7 @@ type ConsumerOffsetManager struct {
 }
 
 func NewConsumerOffsetManager(d Deps) *ConsumerOffsetManager {
-	m := &ConsumerOffsetManager{table: make(map[string]map[int32]int64), version: newVersionStamp()}
+	m := &ConsumerOffsetManager{table: make(map[string]map[int32]int64), version: newVersionStamp(d.Clock)}
 	m.File = NewFile(filepath.Join(d.ConfigDir, "consumerOffset.json"), m.encode, d.Logger)
 	return m
 }

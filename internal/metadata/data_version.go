@@ -2,7 +2,8 @@ package metadata
 
 import (
 	"sync"
-	"time"
+
+	"github.com/spoolmq/spool/internal/clock"
 )
 
 // DataVersion is RocketMQ's metadata version stamp: it changes whenever a
@@ -16,12 +17,14 @@ type DataVersion struct {
 
 // versionStamp is a DataVersion guarded for concurrent use.
 type versionStamp struct {
-	mu sync.Mutex
-	v  DataVersion
+	mu  sync.Mutex
+	v   DataVersion
+	clk clock.Clock // stamps the timestamp
 }
 
-func newVersionStamp() *versionStamp {
-	return &versionStamp{v: DataVersion{Timestamp: time.Now().UnixMilli()}}
+func newVersionStamp(clk clock.Clock) *versionStamp {
+	clk = clock.Or(clk)
+	return &versionStamp{v: DataVersion{Timestamp: clk.Now().UnixMilli()}, clk: clk}
 }
 
 func (s *versionStamp) next() {
@@ -31,7 +34,7 @@ func (s *versionStamp) next() {
 	if s.v.Counter > 1<<31-1 {
 		s.v.Counter = 1
 	}
-	s.v.Timestamp = time.Now().UnixMilli()
+	s.v.Timestamp = s.clk.Now().UnixMilli()
 	s.mu.Unlock()
 }
 

@@ -3,6 +3,8 @@ package metadata
 import (
 	"errors"
 	"log/slog"
+
+	"github.com/spoolmq/spool/internal/clock"
 )
 
 // ErrMetadata marks a metadata file (topics, groups, offsets) that cannot
@@ -24,4 +26,6 @@ type Deps struct {
 	// ValidateGroup names what is wrong with a group name, "" when it is
 	// legal; an auto-created subscription group must be legal.
 	ValidateGroup func(group string) string
+	// Clock stamps the data versions; nil = the wall clock.
+	Clock clock.Clock
 }

@@ -8,7 +8,7 @@
 //
 // The broker builds the managers from a Deps (the config directory, the
 // built-in system topics, the auto-create template's name, the group-name
-// rule) and is told of every topic change through OnChange. The package
+// rule, the clock that stamps data versions) and is told of every topic change through OnChange. The package
 // holds tables and files only: it must not import the broker, the store,
 // the transport or the remoting codecs, and it never answers a request.
 package metadata

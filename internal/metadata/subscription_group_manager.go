@@ -34,7 +34,7 @@ type SubscriptionGroupManager struct {
 }
 
 func NewSubscriptionGroupManager(d Deps) *SubscriptionGroupManager {
-	m := &SubscriptionGroupManager{table: make(map[string]*SubscriptionGroupConfig), version: newVersionStamp(), validate: d.ValidateGroup}
+	m := &SubscriptionGroupManager{table: make(map[string]*SubscriptionGroupConfig), version: newVersionStamp(d.Clock), validate: d.ValidateGroup}
 	m.File = NewFile(filepath.Join(d.ConfigDir, "subscriptionGroup.json"), m.encode, d.Logger)
 	for _, g := range systemGroups {
 		m.table[g] = NewSubscriptionGroupConfig(g)

@@ -54,7 +54,7 @@ func NewTopicConfigManager(d Deps) *TopicConfigManager {
 	configDir, logger := d.ConfigDir, d.Logger
 	m := &TopicConfigManager{
 		table:    make(map[string]*TopicConfig),
-		version:  newVersionStamp(),
+		version:  newVersionStamp(d.Clock),
 		Journal:  newTopicJournal(filepath.Join(configDir, "topics.journal")),
 		logger:   logger,
 		OnChange: func(*TopicConfig, string, DataVersion) {},

@@ -1,10 +1,9 @@
-package broker
+package processor
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/metadata"
@@ -32,30 +31,30 @@ type consumerData struct {
 	UnitMode            bool                       `json:"unitMode"`
 }
 
-// handleHeartbeat registers a client's producer and consumer groups. For
+// HandleHeartbeat registers a client's producer and consumer groups. For
 // each consumer group it creates the group config (autoCreateSubscriptionGroup)
 // and the %RETRY%<group> topic, records the subscriptions (tag codes
 // recomputed with Java's hash) and notifies the group on membership change.
-func (b *Broker) handleHeartbeat(c *transport.Conn, req *remoting.Command) *remoting.Command {
+func (p *Processor) HandleHeartbeat(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	var hb heartbeatData
 	if err := json.Unmarshal(req.Body, &hb); err != nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("%v: heartbeat body: %v", ErrBadBody, err))
 	}
-	cfg := b.config()
-	ch := &clients.Channel{Conn: c, ClientID: hb.ClientID, Language: req.Language, Version: req.Version, LastUpdate: time.Now()}
+	cfg := p.config()
+	ch := &clients.Channel{Conn: c, ClientID: hb.ClientID, Language: req.Language, Version: req.Version, LastUpdate: p.clock.Now()}
 	for _, cd := range hb.ConsumerDataSet {
-		sg := b.groups.FindOrCreate(cd.GroupName, cfg.AutoCreateSubscriptionGroup)
+		sg := p.groups.FindOrCreate(cd.GroupName, cfg.AutoCreateSubscriptionGroup)
 		if sg == nil {
 			continue
 		}
 		if sg.RetryQueueNums > 0 {
-			b.topics.CreateInSendBack(retryTopic(cd.GroupName), sg.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
+			p.topics.CreateInSendBack(p.retryTopic(cd.GroupName), sg.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
 		}
 		subs := make([]*clients.Subscription, 0, len(cd.SubscriptionDataSet))
 		for _, sd := range cd.SubscriptionDataSet {
 			subs = append(subs, clients.NormalizeSubscription(sd))
 		}
-		b.consumers.Register(ch, clients.Registration{
+		p.consumers.Register(ch, clients.Registration{
 			Group:            cd.GroupName,
 			ConsumeType:      cd.ConsumeType,
 			MessageModel:     cd.MessageModel,
@@ -64,30 +63,30 @@ func (b *Broker) handleHeartbeat(c *transport.Conn, req *remoting.Command) *remo
 		}, sg.NotifyConsumerIdsChangedEnable && cfg.NotifyConsumerIdsChangedEnable)
 	}
 	for _, pd := range hb.ProducerDataSet {
-		b.producers.Register(pd.GroupName, ch)
+		p.producers.Register(pd.GroupName, ch)
 	}
 	return response(req, remoting.Success, "")
 }
 
-// handleUnregisterClient removes the connection from the named groups
+// HandleUnregisterClient removes the connection from the named groups
 // (Java clients only).
-func (b *Broker) handleUnregisterClient(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	r := newExtReader(req)
-	r.str("clientID", true)
-	pg := r.str("producerGroup", false)
-	cg := r.str("consumerGroup", false)
-	if r.err != nil {
-		return badHeader(req, r.err)
+func (p *Processor) HandleUnregisterClient(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := NewHeader(req)
+	r.Str("clientID", true)
+	pg := r.Str("producerGroup", false)
+	cg := r.Str("consumerGroup", false)
+	if r.Err() != nil {
+		return badHeader(req, r.Err())
 	}
 	if pg != "" {
-		b.producers.Unregister(pg, c)
+		p.producers.Unregister(pg, c)
 	}
 	if cg != "" {
-		notify := b.config().NotifyConsumerIdsChangedEnable
-		if sg := b.groups.Find(cg); sg != nil {
+		notify := p.config().NotifyConsumerIdsChangedEnable
+		if sg := p.groups.Find(cg); sg != nil {
 			notify = notify && sg.NotifyConsumerIdsChangedEnable
 		}
-		b.consumers.Unregister(cg, c, notify)
+		p.consumers.Unregister(cg, c, notify)
 	}
 	return response(req, remoting.Success, "")
 }
@@ -99,8 +98,8 @@ type checkClientConfigBody struct {
 	SubscriptionData clients.SubscriptionData `json:"subscriptionData"`
 }
 
-// handleCheckClientConfig compiles a (non-TAG) subscription expression.
-func (b *Broker) handleCheckClientConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
+// HandleCheckClientConfig compiles a (non-TAG) subscription expression.
+func (p *Processor) HandleCheckClientConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	var body checkClientConfigBody
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("%v: check client config body: %v", ErrBadBody, err))
@@ -110,7 +109,7 @@ func (b *Broker) handleCheckClientConfig(c *transport.Conn, req *remoting.Comman
 	if typ == "" {
 		typ = clients.ExprTag
 	}
-	if !strings.EqualFold(typ, clients.ExprTag) && !b.config().EnablePropertyFilter {
+	if !strings.EqualFold(typ, clients.ExprTag) && !p.config().EnablePropertyFilter {
 		return response(req, remoting.SystemError,
 			"The broker does not support consumer to filter message by "+typ+" (enablePropertyFilter=false)")
 	}
@@ -121,14 +120,14 @@ func (b *Broker) handleCheckClientConfig(c *transport.Conn, req *remoting.Comman
 	return response(req, remoting.Success, "")
 }
 
-// handleGetConsumerList answers the group's client ids.
-func (b *Broker) handleGetConsumerList(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	r := newExtReader(req)
-	group := r.str("consumerGroup", true)
-	if r.err != nil {
-		return badHeader(req, r.err)
+// HandleGetConsumerList answers the group's client ids.
+func (p *Processor) HandleGetConsumerList(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := NewHeader(req)
+	group := r.Str("consumerGroup", true)
+	if r.Err() != nil {
+		return badHeader(req, r.Err())
 	}
-	ids := b.consumers.ClientIDs(group)
+	ids := p.consumers.ClientIDs(group)
 	if len(ids) == 0 {
 		return response(req, remoting.SystemError, "no consumer for this group, "+group)
 	}

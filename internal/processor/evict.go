@@ -1,4 +1,4 @@
-package broker
+package processor
 
 import (
 	"encoding/json"
@@ -18,22 +18,22 @@ type evictAnswer struct {
 	ResidentAfter  int64 `json:"residentAfter"`
 }
 
-// handleEvictPageCache serves Spool's EVICT_PAGE_CACHE (code 9001, ext
+// HandleEvictPageCache serves Spool's EVICT_PAGE_CACHE (code 9001, ext
 // "topic" optional): the store drops the CommitLog's pages (or the pages
 // holding one topic's records) from memory and reports residency measured
 // before and after. Benchmarks and incident replays use it to make reads
 // cold on purpose.
-func (b *Broker) handleEvictPageCache(c *transport.Conn, req *remoting.Command) *remoting.Command {
+func (p *Processor) HandleEvictPageCache(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	topic := req.Ext("topic")
 	if topic != "" {
-		if r := validateTopic(topic); r != "" {
+		if r := p.validateTopic(topic); r != "" {
 			return response(req, remoting.InvalidParameter, r)
 		}
-		if b.topics.Find(topic) == nil {
+		if p.topics.Find(topic) == nil {
 			return response(req, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist", topic))
 		}
 	}
-	rep, err := b.store.EvictPageCache(topic)
+	rep, err := p.store.EvictPageCache(topic)
 	if err != nil {
 		remark := "evict page cache: " + err.Error()
 		if errors.Is(err, store.ErrNotBuilt) {
@@ -46,7 +46,7 @@ func (b *Broker) handleEvictPageCache(c *transport.Conn, req *remoting.Command) 
 	if err != nil {
 		return response(req, remoting.SystemError, err.Error())
 	}
-	b.logger.Info("page cache evicted", "topic", topic, "files", rep.Files, "bytes", rep.Bytes,
+	p.logger.Info("page cache evicted", "topic", topic, "files", rep.Files, "bytes", rep.Bytes,
 		"resident_before", rep.ResidentBefore, "resident_after", rep.ResidentAfter)
 	resp := response(req, remoting.Success, "")
 	resp.Body = body

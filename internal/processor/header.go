@@ -1,4 +1,4 @@
-package broker
+package processor
 
 import (
 	"fmt"
@@ -9,20 +9,28 @@ import (
 	"github.com/spoolmq/spool/remoting"
 )
 
-// extReader reads typed ext fields of a request, remembering the first
+// Header reads typed ext fields of a request, remembering the first
 // problem so a handler can answer it with one clear remark. The *Of
 // methods take a value already looked up (a header read in one pass over
 // the map); the others look the key up themselves.
-type extReader struct {
+type Header struct {
 	cmd *remoting.Command
 	// alias maps a long key to the short key of V2 headers.
 	alias map[string]string
 	err   error
 }
 
-func newExtReader(cmd *remoting.Command) *extReader { return &extReader{cmd: cmd} }
+// NewHeader reads cmd's ext fields.
+func NewHeader(cmd *remoting.Command) *Header { return &Header{cmd: cmd} }
 
-func (r *extReader) raw(key string) (string, bool) {
+// Alias makes the reader look a long key up under its short key (the V2
+// send header); error remarks name both.
+func (r *Header) Alias(alias map[string]string) { r.alias = alias }
+
+// Err is the first problem met, wrapping ErrBadHeader; nil if none.
+func (r *Header) Err() error { return r.err }
+
+func (r *Header) raw(key string) (string, bool) {
 	k := key
 	if r.alias != nil {
 		if a, ok := r.alias[key]; ok {
@@ -36,13 +44,13 @@ func (r *extReader) raw(key string) (string, bool) {
 	return v, ok
 }
 
-func (r *extReader) fail(format string, args ...any) {
+func (r *Header) fail(format string, args ...any) {
 	if r.err == nil {
 		r.err = fmt.Errorf("%w: "+format, append([]any{ErrBadHeader}, args...)...)
 	}
 }
 
-func (r *extReader) shownKey(key string) string {
+func (r *Header) shownKey(key string) string {
 	if r.alias != nil {
 		if a, ok := r.alias[key]; ok {
 			return fmt.Sprintf("%s (%s)", key, a)
@@ -51,28 +59,29 @@ func (r *extReader) shownKey(key string) string {
 	return key
 }
 
-// str returns a string field; a required field must be present and
+// Str returns a string field; a required field must be present and
 // non-empty.
-func (r *extReader) str(key string, required bool) string {
+func (r *Header) Str(key string, required bool) string {
 	v, ok := r.raw(key)
-	return r.strOf(key, v, ok, required)
+	return r.StrOf(key, v, ok, required)
 }
 
-// strOf is str for a value v (present when ok) of field key.
-func (r *extReader) strOf(key, v string, ok, required bool) string {
+// StrOf is Str for a value v (present when ok) of field key.
+func (r *Header) StrOf(key, v string, ok, required bool) string {
 	if required && (!ok || v == "") {
 		r.fail("missing ext field %s", r.shownKey(key))
 	}
 	return v
 }
 
-func (r *extReader) i64(key string, required bool, def int64) int64 {
+// I64 returns an integer field; a missing optional field is def.
+func (r *Header) I64(key string, required bool, def int64) int64 {
 	v, ok := r.raw(key)
-	return r.i64Of(key, v, ok, required, def)
+	return r.I64Of(key, v, ok, required, def)
 }
 
-// i64Of is i64 for a value v (present when ok) of field key.
-func (r *extReader) i64Of(key, v string, ok, required bool, def int64) int64 {
+// I64Of is I64 for a value v (present when ok) of field key.
+func (r *Header) I64Of(key, v string, ok, required bool, def int64) int64 {
 	if n, plain := plainDecimal(v); plain {
 		return n
 	}
@@ -91,13 +100,14 @@ func (r *extReader) i64Of(key, v string, ok, required bool, def int64) int64 {
 	return n
 }
 
-func (r *extReader) i32(key string, required bool, def int32) int32 {
+// I32 returns a 32-bit integer field; a missing optional field is def.
+func (r *Header) I32(key string, required bool, def int32) int32 {
 	v, ok := r.raw(key)
-	return r.i32Of(key, v, ok, required, def)
+	return r.I32Of(key, v, ok, required, def)
 }
 
-// i32Of is i32 for a value v (present when ok) of field key.
-func (r *extReader) i32Of(key, v string, ok, required bool, def int32) int32 {
+// I32Of is I32 for a value v (present when ok) of field key.
+func (r *Header) I32Of(key, v string, ok, required bool, def int32) int32 {
 	if n, plain := plainDecimal(v); plain && n >= math.MinInt32 && n <= math.MaxInt32 {
 		return int32(n)
 	}
@@ -142,23 +152,23 @@ func plainDecimal(s string) (int64, bool) {
 	return n, true
 }
 
-// boolean follows Java's Boolean.parseBoolean: "true" in any case is true,
+// Bool follows Java's Boolean.parseBoolean: "true" in any case is true,
 // anything else false.
-func (r *extReader) boolean(key string, def bool) bool {
+func (r *Header) Bool(key string, def bool) bool {
 	v, ok := r.raw(key)
-	return boolOf(v, ok, def)
+	return BoolOf(v, ok, def)
 }
 
-// boolOf is boolean for a value v (present when ok).
-func boolOf(v string, ok, def bool) bool {
+// BoolOf is Bool for a value v (present when ok).
+func BoolOf(v string, ok, def bool) bool {
 	if !ok || v == "" {
 		return def
 	}
 	return strings.EqualFold(strings.TrimSpace(v), "true")
 }
 
-// has reports whether the field is present and non-empty.
-func (r *extReader) has(key string) bool {
+// Has reports whether the field is present and non-empty.
+func (r *Header) Has(key string) bool {
 	v, ok := r.raw(key)
 	return ok && v != ""
 }

@@ -1,4 +1,4 @@
-package broker
+package processor
 
 import (
 	"fmt"
@@ -8,26 +8,26 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// handleQueryMessage finds records by key (KEYS entry) or by UNIQ_KEY
+// HandleQueryMessage finds records by key (KEYS entry) or by UNIQ_KEY
 // (_UNIQUE_KEY_QUERY=true) within a store-time range.
-func (b *Broker) handleQueryMessage(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	r := newExtReader(req)
-	topic := r.str("topic", true)
-	key := r.str("key", true)
-	maxNum := r.i32("maxNum", true, 0)
-	begin := r.i64("beginTimestamp", true, 0)
-	end := r.i64("endTimestamp", true, 0)
-	unique := r.boolean("_UNIQUE_KEY_QUERY", false)
-	if r.err != nil {
-		return badHeader(req, r.err)
+func (p *Processor) HandleQueryMessage(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := NewHeader(req)
+	topic := r.Str("topic", true)
+	key := r.Str("key", true)
+	maxNum := r.I32("maxNum", true, 0)
+	begin := r.I64("beginTimestamp", true, 0)
+	end := r.I64("endTimestamp", true, 0)
+	unique := r.Bool("_UNIQUE_KEY_QUERY", false)
+	if r.Err() != nil {
+		return badHeader(req, r.Err())
 	}
 	if unique || maxNum <= 0 {
-		maxNum = int32(b.storeConfig().DefaultQueryMaxNum)
+		maxNum = int32(p.config().DefaultQueryMaxNum)
 		if maxNum <= 0 {
 			maxNum = 32
 		}
 	}
-	res, err := b.store.QueryMessage(topic, key, int(maxNum), begin, end)
+	res, err := p.store.QueryMessage(topic, key, int(maxNum), begin, end)
 	if err != nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("query message: %v", err))
 	}
@@ -54,14 +54,14 @@ func (b *Broker) handleQueryMessage(c *transport.Conn, req *remoting.Command) *r
 	return resp
 }
 
-// handleViewMessageByID answers the record at a commit-log offset.
-func (b *Broker) handleViewMessageByID(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	r := newExtReader(req)
-	offset := r.i64("offset", true, 0)
-	if r.err != nil {
-		return badHeader(req, r.err)
+// HandleViewMessageByID answers the record at a commit-log offset.
+func (p *Processor) HandleViewMessageByID(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := NewHeader(req)
+	offset := r.I64("offset", true, 0)
+	if r.Err() != nil {
+		return badHeader(req, r.Err())
 	}
-	rec, err := b.store.LookMessageByOffset(offset)
+	rec, err := p.store.LookMessageByOffset(offset)
 	if err != nil || len(rec) == 0 {
 		return response(req, remoting.SystemError, fmt.Sprintf("can not find message by the offset, %d: %v", offset, err))
 	}

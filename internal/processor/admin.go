@@ -1,4 +1,4 @@
-package broker
+package processor
 
 import (
 	"encoding/json"
@@ -10,29 +10,29 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// handleUpdateAndCreateTopic creates or updates a topic; the answer waits
+// HandleUpdateAndCreateTopic creates or updates a topic; the answer waits
 // until the topic is registered with the name servers and written to
 // topics.json (see holdRoute), so the route exists when the call returns.
-func (b *Broker) handleUpdateAndCreateTopic(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	r := newExtReader(req)
-	topic := r.str("topic", true)
-	read := r.i32("readQueueNums", true, 0)
-	write := r.i32("writeQueueNums", true, 0)
-	perm := r.i32("perm", true, 0)
-	filterType := r.str("topicFilterType", false)
-	sysFlag := r.i32("topicSysFlag", false, 0)
-	order := r.boolean("order", false)
-	attrs := r.str("attributes", false)
-	if r.err != nil {
-		return badHeader(req, r.err)
+func (p *Processor) HandleUpdateAndCreateTopic(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := NewHeader(req)
+	topic := r.Str("topic", true)
+	read := r.I32("readQueueNums", true, 0)
+	write := r.I32("writeQueueNums", true, 0)
+	perm := r.I32("perm", true, 0)
+	filterType := r.Str("topicFilterType", false)
+	sysFlag := r.I32("topicSysFlag", false, 0)
+	order := r.Bool("order", false)
+	attrs := r.Str("attributes", false)
+	if r.Err() != nil {
+		return badHeader(req, r.Err())
 	}
-	if rem := validateTopic(topic); rem != "" {
+	if rem := p.validateTopic(topic); rem != "" {
 		return response(req, remoting.InvalidParameter, rem)
 	}
-	if isSystemTopic(topic) {
+	if p.isSystemTopic(topic) {
 		return response(req, remoting.InvalidParameter, fmt.Sprintf("The topic[%s] is conflict with system topic.", topic))
 	}
-	cfg := b.config()
+	cfg := p.config()
 	if topic == cfg.BrokerClusterName || topic == cfg.BrokerName {
 		return response(req, remoting.InvalidParameter, fmt.Sprintf("The topic[%s] is conflict with system reserved words.", topic))
 	}
@@ -60,8 +60,8 @@ func (b *Broker) handleUpdateAndCreateTopic(c *transport.Conn, req *remoting.Com
 		}
 		tc.Attributes = a
 	}
-	b.topics.Put(tc)
-	b.holdRoute(req, topic)
+	p.topics.Put(tc)
+	p.holdRoute(req, topic)
 	return response(req, remoting.Success, "")
 }
 
@@ -90,26 +90,26 @@ func parseTopicAttributes(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// handleDeleteTopic removes a topic's config, consumer offsets and queues.
-func (b *Broker) handleDeleteTopic(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	r := newExtReader(req)
-	topic := r.str("topic", true)
-	if r.err != nil {
-		return badHeader(req, r.err)
+// HandleDeleteTopic removes a topic's config, consumer offsets and queues.
+func (p *Processor) HandleDeleteTopic(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := NewHeader(req)
+	topic := r.Str("topic", true)
+	if r.Err() != nil {
+		return badHeader(req, r.Err())
 	}
-	if isSystemTopic(topic) {
+	if p.isSystemTopic(topic) {
 		return response(req, remoting.InvalidParameter, fmt.Sprintf("The topic[%s] is conflict with system topic.", topic))
 	}
-	b.topics.Delete(topic)
-	b.offsets.RemoveTopic(topic)
-	b.store.DeleteTopics([]string{topic})
-	b.holdRoute(req, topic) // the whole table is registered again
+	p.topics.Delete(topic)
+	p.offsets.RemoveTopic(topic)
+	p.store.DeleteTopics([]string{topic})
+	p.holdRoute(req, topic) // the whole table is registered again
 	return response(req, remoting.Success, "")
 }
 
-// handleGetAllTopicConfig answers the topic table (topics.json's form).
-func (b *Broker) handleGetAllTopicConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	table, version := b.topics.Snapshot()
+// HandleGetAllTopicConfig answers the topic table (topics.json's form).
+func (p *Processor) HandleGetAllTopicConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	table, version := p.topics.Snapshot()
 	body, err := json.Marshal(&metadata.TopicConfigFile{TopicConfigTable: table, DataVersion: version})
 	if err != nil {
 		return response(req, remoting.SystemError, err.Error())
@@ -119,40 +119,40 @@ func (b *Broker) handleGetAllTopicConfig(c *transport.Conn, req *remoting.Comman
 	return resp
 }
 
-// handleUpdateAndCreateSubscriptionGroup stores the group config of the
+// HandleUpdateAndCreateSubscriptionGroup stores the group config of the
 // body.
-func (b *Broker) handleUpdateAndCreateSubscriptionGroup(c *transport.Conn, req *remoting.Command) *remoting.Command {
+func (p *Processor) HandleUpdateAndCreateSubscriptionGroup(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	g := metadata.NewSubscriptionGroupConfig("")
 	if err := json.Unmarshal(req.Body, g); err != nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("%v: subscription group config: %v", ErrBadBody, err))
 	}
-	if rem := validateGroup(g.GroupName); rem != "" {
+	if rem := p.validateGroup(g.GroupName); rem != "" {
 		return response(req, remoting.InvalidParameter, rem)
 	}
-	b.groups.Put(g)
+	p.groups.Put(g)
 	return response(req, remoting.Success, "")
 }
 
-// handleDeleteSubscriptionGroup removes a group config (and its offsets
+// HandleDeleteSubscriptionGroup removes a group config (and its offsets
 // when cleanOffset is set).
-func (b *Broker) handleDeleteSubscriptionGroup(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	r := newExtReader(req)
-	group := r.str("groupName", true)
-	clean := r.boolean("cleanOffset", false)
-	if r.err != nil {
-		return badHeader(req, r.err)
+func (p *Processor) HandleDeleteSubscriptionGroup(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	r := NewHeader(req)
+	group := r.Str("groupName", true)
+	clean := r.Bool("cleanOffset", false)
+	if r.Err() != nil {
+		return badHeader(req, r.Err())
 	}
-	b.groups.Delete(group)
+	p.groups.Delete(group)
 	if clean {
-		b.offsets.RemoveGroup(group)
+		p.offsets.RemoveGroup(group)
 	}
 	return response(req, remoting.Success, "")
 }
 
-// handleGetAllSubscriptionGroupConfig answers every group config in strict
+// HandleGetAllSubscriptionGroupConfig answers every group config in strict
 // JSON.
-func (b *Broker) handleGetAllSubscriptionGroupConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	doc := b.groups.Document()
+func (p *Processor) HandleGetAllSubscriptionGroupConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
+	doc := p.groups.Document()
 	body, err := json.Marshal(&doc)
 	if err != nil {
 		return response(req, remoting.SystemError, err.Error())

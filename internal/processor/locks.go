@@ -1,4 +1,4 @@
-package broker
+package processor
 
 import (
 	"encoding/json"
@@ -28,14 +28,14 @@ func decodeLockBody(req *remoting.Command) (*lockBatchBody, *remoting.Command) {
 	return &body, nil
 }
 
-// handleLockBatchMQ locks queues for an orderly consumer and answers the
+// HandleLockBatchMQ locks queues for an orderly consumer and answers the
 // ones it now holds.
-func (b *Broker) handleLockBatchMQ(c *transport.Conn, req *remoting.Command) *remoting.Command {
+func (p *Processor) HandleLockBatchMQ(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	body, errResp := decodeLockBody(req)
 	if errResp != nil {
 		return errResp
 	}
-	locked := b.locks.TryLockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
+	locked := p.locks.TryLockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
 	out, err := json.Marshal(map[string][]clients.MessageQueue{"lockOKMQSet": locked})
 	if err != nil {
 		return response(req, remoting.SystemError, err.Error())
@@ -45,12 +45,12 @@ func (b *Broker) handleLockBatchMQ(c *transport.Conn, req *remoting.Command) *re
 	return resp
 }
 
-// handleUnlockBatchMQ releases queues held by the client.
-func (b *Broker) handleUnlockBatchMQ(c *transport.Conn, req *remoting.Command) *remoting.Command {
+// HandleUnlockBatchMQ releases queues held by the client.
+func (p *Processor) HandleUnlockBatchMQ(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	body, errResp := decodeLockBody(req)
 	if errResp != nil {
 		return errResp
 	}
-	b.locks.UnlockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
+	p.locks.UnlockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
 	return response(req, remoting.Success, "")
 }
