@@ -31,22 +31,22 @@ func (f *fakeLive) Candidate(_, name string, id int64) (Candidate, bool) {
 }
 
 var codeNames = map[int32]string{
-	remoting.Success:                                "SUCCESS",
-	remoting.ControllerFencedMasterEpoch:            "FENCED_MASTER_EPOCH",
-	remoting.ControllerFencedSyncStateSetEpoch:      "FENCED_SYNC_STATE_SET_EPOCH",
-	remoting.ControllerInvalidMaster:                "INVALID_MASTER",
-	remoting.ControllerInvalidReplicas:              "INVALID_REPLICAS",
-	remoting.ControllerMasterNotAvailable:           "MASTER_NOT_AVAILABLE",
-	remoting.ControllerBrokerNotAlive:               "BROKER_NOT_ALIVE",
-	remoting.ControllerInvalidCleanBrokerMetadata:   "INVALID_CLEAN_BROKER_METADATA",
-	remoting.ControllerBrokerNeedToBeRegistered:     "BROKER_NEED_TO_BE_REGISTERED",
-	remoting.ControllerMasterStillExist:             "MASTER_STILL_EXIST",
-	remoting.ControllerElectMasterFailed:            "ELECT_MASTER_FAILED",
-	remoting.ControllerAlterSyncStateSetFailed:      "ALTER_SYNC_STATE_SET_FAILED",
-	remoting.ControllerBrokerIDInvalid:              "BROKER_ID_INVALID",
-	remoting.ControllerBrokerMetadataNotExist:       "BROKER_METADATA_NOT_EXIST",
-	remoting.ControllerBrokerLiveInfoNotExists:      "BROKER_LIVE_INFO_NOT_EXISTS",
-	remoting.ControllerInvalidRequest:               "INVALID_REQUEST",
+	remoting.Success:                              "SUCCESS",
+	remoting.ControllerFencedMasterEpoch:          "FENCED_MASTER_EPOCH",
+	remoting.ControllerFencedSyncStateSetEpoch:    "FENCED_SYNC_STATE_SET_EPOCH",
+	remoting.ControllerInvalidMaster:              "INVALID_MASTER",
+	remoting.ControllerInvalidReplicas:            "INVALID_REPLICAS",
+	remoting.ControllerMasterNotAvailable:         "MASTER_NOT_AVAILABLE",
+	remoting.ControllerBrokerNotAlive:             "BROKER_NOT_ALIVE",
+	remoting.ControllerInvalidCleanBrokerMetadata: "INVALID_CLEAN_BROKER_METADATA",
+	remoting.ControllerBrokerNeedToBeRegistered:   "BROKER_NEED_TO_BE_REGISTERED",
+	remoting.ControllerMasterStillExist:           "MASTER_STILL_EXIST",
+	remoting.ControllerElectMasterFailed:          "ELECT_MASTER_FAILED",
+	remoting.ControllerAlterSyncStateSetFailed:    "ALTER_SYNC_STATE_SET_FAILED",
+	remoting.ControllerBrokerIDInvalid:            "BROKER_ID_INVALID",
+	remoting.ControllerBrokerMetadataNotExist:     "BROKER_METADATA_NOT_EXIST",
+	remoting.ControllerBrokerLiveInfoNotExists:    "BROKER_LIVE_INFO_NOT_EXISTS",
+	remoting.ControllerInvalidRequest:             "INVALID_REQUEST",
 }
 
 func ids(s string) []int64 {
