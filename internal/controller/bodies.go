@@ -24,8 +24,8 @@ type BrokerMemberGroup struct {
 
 // ElectMasterResponseBody is the body of a CONTROLLER_ELECT_MASTER answer.
 type ElectMasterResponseBody struct {
-	BrokerMemberGroup BrokerMemberGroup `json:"brokerMemberGroup"`
-	SyncStateSet      []int64           `json:"syncStateSet"`
+	BrokerMemberGroup *BrokerMemberGroup `json:"brokerMemberGroup,omitempty"`
+	SyncStateSet      []int64            `json:"syncStateSet"`
 }
 
 // ReplicaIdentity is one replica in BrokerReplicasInfo.
@@ -61,8 +61,8 @@ func setBody(b *replicas.BrokerSet) []byte {
 	return raw
 }
 
-func memberGroup(b *replicas.BrokerSet) BrokerMemberGroup {
-	g := BrokerMemberGroup{Cluster: b.ClusterName, BrokerName: b.BrokerName, BrokerAddrs: map[string]string{}}
+func memberGroup(b *replicas.BrokerSet) *BrokerMemberGroup {
+	g := &BrokerMemberGroup{Cluster: b.ClusterName, BrokerName: b.BrokerName, BrokerAddrs: map[string]string{}}
 	for id, r := range b.Replicas {
 		g.BrokerAddrs[strconv.FormatInt(id, 10)] = r.Address
 	}

@@ -212,8 +212,13 @@ func (c *Controller) electMaster(req *remoting.Command) (*remoting.Command, erro
 	}
 	resp := answer(req, r)
 	if b != nil && (r.OK() || r.Code == remoting.ControllerMasterStillExist) {
+		// As RocketMQ: the member group only with a new master.
 		setMaster(resp, b, true)
-		resp.Body, _ = json.Marshal(ElectMasterResponseBody{BrokerMemberGroup: memberGroup(b), SyncStateSet: sortedIDs(b.SyncStateSet)})
+		body := ElectMasterResponseBody{SyncStateSet: sortedIDs(b.SyncStateSet)}
+		if r.OK() {
+			body.BrokerMemberGroup = memberGroup(b)
+		}
+		resp.Body, _ = json.Marshal(body)
 	}
 	if r.OK() {
 		c.notify(b)

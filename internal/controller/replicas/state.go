@@ -34,12 +34,12 @@ type BrokerSet struct {
 	// MasterID is the master's controller id, NoMaster when none.
 	MasterID int64 `json:"masterId"`
 	// MasterEpoch grows by one with every election, also one that ends
-	// with no master.
+	// with no master, and when the master's data is cleaned.
 	MasterEpoch int32 `json:"masterEpoch"`
 	// SyncStateSet holds the in-sync replica ids, sorted.
 	SyncStateSet []int64 `json:"syncStateSet"`
 	// SyncStateSetEpoch grows by one with every change of the set
-	// (elections included).
+	// (elections of a master and cleaned members included).
 	SyncStateSetEpoch int32 `json:"syncStateSetEpoch"`
 }
 
@@ -215,12 +215,12 @@ func (s *State) Apply(e Event, ctl Controllers) error {
 				return ErrFenced
 			}
 			b.SyncStateSet = []int64{e.BrokerID}
+			b.SyncStateSetEpoch++
 		}
-		// With no master the set keeps its members: they stay the
-		// candidates of the next election.
+		// With no master the set keeps its members (and its epoch): they
+		// stay the candidates of the next election.
 		b.MasterID = e.BrokerID
 		b.MasterEpoch++
-		b.SyncStateSetEpoch++
 	case EventCleanBrokerData:
 		if len(e.BrokerIDs) == 0 {
 			delete(s.Sets, e.BrokerName)
