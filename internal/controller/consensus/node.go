@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/spoolmq/spool/internal/controller/replicas"
 )
@@ -138,9 +139,12 @@ func Open(cfg Config) (*Node, error) {
 		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 			return nil, err
 		}
-		bs, err := raftboltdb.NewBoltStore(filepath.Join(cfg.Dir, "raft.db"))
+		// A second controller on the same directory fails at once
+		// instead of waiting for the file lock.
+		db := filepath.Join(cfg.Dir, "raft.db")
+		bs, err := raftboltdb.New(raftboltdb.Options{Path: db, BoltOptions: &bbolt.Options{Timeout: time.Second}})
 		if err != nil {
-			return nil, fmt.Errorf("controllerStorePath: %w", err)
+			return nil, fmt.Errorf("controllerStorePath: %s: %w", db, err)
 		}
 		n.closers = append(n.closers, bs)
 		fs, err := raft.NewFileSnapshotStore(cfg.Dir, 3, out)

@@ -251,3 +251,20 @@ func TestParsePeers(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreLocked: a second node on a directory in use is refused, not
+// left waiting for the lock.
+func TestStoreLocked(t *testing.T) {
+	dir := t.TempDir()
+	_, tr := raft.NewInmemTransport("")
+	peers := []Peer{{ID: "n0", Addr: string(tr.LocalAddr())}}
+	n, err := Open(Config{ID: "n0", Peers: peers, Dir: dir, Transport: tr, Raft: fastRaft(), LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	_, tr2 := raft.NewInmemTransport("")
+	if _, err := Open(Config{ID: "n0", Peers: peers, Dir: dir, Transport: tr2, Raft: fastRaft(), LogOutput: io.Discard}); err == nil {
+		t.Fatal("a second node opened the same store")
+	}
+}
