@@ -123,3 +123,56 @@ func RequestName(code int32) string {
 	}
 	return strconv.Itoa(int(code))
 }
+
+// Controller request codes (RocketMQ RequestCode, controller mode). The
+// Java names of 1001–1006 and 1012–1013 start with CONTROLLER_.
+const (
+	ControllerAlterSyncStateSet int32 = 1001
+	ControllerElectMaster       int32 = 1002
+	ControllerRegisterBroker    int32 = 1003
+	ControllerGetReplicaInfo    int32 = 1004
+	ControllerGetMetadataInfo   int32 = 1005
+	ControllerGetSyncStateData  int32 = 1006
+	GetBrokerEpochCache         int32 = 1007
+	NotifyBrokerRoleChanged     int32 = 1008
+	UpdateControllerConfig      int32 = 1009
+	GetControllerConfig         int32 = 1010
+	CleanBrokerData             int32 = 1011
+	ControllerGetNextBrokerID   int32 = 1012
+	ControllerApplyBrokerID     int32 = 1013
+)
+
+// Controller response codes (RocketMQ ResponseCode 2000–2016).
+const (
+	ControllerFencedMasterEpoch          int32 = 2000
+	ControllerFencedSyncStateSetEpoch    int32 = 2001
+	ControllerInvalidMaster              int32 = 2002
+	ControllerInvalidReplicas            int32 = 2003
+	ControllerMasterNotAvailable         int32 = 2004
+	ControllerInvalidRequest             int32 = 2005
+	ControllerBrokerNotAlive             int32 = 2006
+	ControllerNotLeader                  int32 = 2007
+	ControllerBrokerMetadataNotExist     int32 = 2008
+	ControllerInvalidCleanBrokerMetadata int32 = 2009
+	ControllerBrokerNeedToBeRegistered   int32 = 2010
+	ControllerMasterStillExist           int32 = 2011
+	ControllerElectMasterFailed          int32 = 2012
+	ControllerAlterSyncStateSetFailed    int32 = 2013
+	ControllerBrokerIDInvalid            int32 = 2014
+	ControllerJRaftInternalError         int32 = 2015
+	ControllerBrokerLiveInfoNotExists    int32 = 2016
+)
+
+func init() {
+	for code, name := range map[int32]string{
+		ControllerAlterSyncStateSet: "CONTROLLER_ALTER_SYNC_STATE_SET", ControllerElectMaster: "CONTROLLER_ELECT_MASTER",
+		ControllerRegisterBroker: "CONTROLLER_REGISTER_BROKER", ControllerGetReplicaInfo: "CONTROLLER_GET_REPLICA_INFO",
+		ControllerGetMetadataInfo: "CONTROLLER_GET_METADATA_INFO", ControllerGetSyncStateData: "CONTROLLER_GET_SYNC_STATE_DATA",
+		GetBrokerEpochCache: "GET_BROKER_EPOCH_CACHE", NotifyBrokerRoleChanged: "NOTIFY_BROKER_ROLE_CHANGED",
+		UpdateControllerConfig: "UPDATE_CONTROLLER_CONFIG", GetControllerConfig: "GET_CONTROLLER_CONFIG",
+		CleanBrokerData: "CLEAN_BROKER_DATA", ControllerGetNextBrokerID: "CONTROLLER_GET_NEXT_BROKER_ID",
+		ControllerApplyBrokerID: "CONTROLLER_APPLY_BROKER_ID",
+	} {
+		requestNames[code] = name
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/spoolmq/spool/internal/broker"
+	"github.com/spoolmq/spool/internal/controller"
 	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/store"
 )
@@ -50,7 +51,7 @@ func TestEverySupportedKeyIsRead(t *testing.T) {
 		t.Skip("type-checks the module")
 	}
 	fields := map[boundField]string{}
-	for _, cfg := range []any{broker.DefaultConfig(), store.DefaultConfig(), namesrv.DefaultConfig()} {
+	for _, cfg := range []any{broker.DefaultConfig(), store.DefaultConfig(), namesrv.DefaultConfig(), controller.DefaultConfig()} {
 		boundFields(reflect.TypeOf(cfg), fields)
 	}
 	if len(fields) < 100 {

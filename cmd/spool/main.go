@@ -4,6 +4,7 @@
 //	spool standalone   name server and broker in one process on one store
 //	spool namesrv      a name server
 //	spool broker       a broker registering with name servers
+//	spool controller   a controller of RocketMQ's controller mode (raft-replicated)
 //	spool admin        topic, group and page-cache administration
 //	spool bench        load generator speaking the remoting protocol
 package main
@@ -22,7 +23,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(standaloneCmd(), namesrvCmd(), brokerCmd(), adminCmd(), benchCmd())
+	root.AddCommand(standaloneCmd(), namesrvCmd(), brokerCmd(), controllerCmd(), adminCmd(), benchCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "spool:", err)
 		os.Exit(1)

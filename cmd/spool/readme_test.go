@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spoolmq/spool/internal/broker"
+	"github.com/spoolmq/spool/internal/controller"
 	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/store"
 )
@@ -34,7 +35,7 @@ func TestREADMEListsEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(readme)
-	for _, cfg := range []any{broker.DefaultConfig(), store.DefaultConfig(), namesrv.DefaultConfig()} {
+	for _, cfg := range []any{broker.DefaultConfig(), store.DefaultConfig(), namesrv.DefaultConfig(), controller.DefaultConfig()} {
 		for _, k := range propKeys(reflect.TypeOf(cfg)) {
 			if !strings.Contains(text, k) {
 				t.Errorf("README.md does not mention the supported key %s (%T)", k, cfg)

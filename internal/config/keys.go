@@ -88,7 +88,7 @@ var refusals = map[string]refusalRule{
 	"authenticationEnabled":   {refuse: whenTrue(noAccess)},
 	"authorizationEnabled":    {refuse: whenTrue(noAccess)},
 	"enableControllerInNamesrv": {refuse: whenTrue(
-		"the embedded controller is not built")},
+		"a controller inside the name server is not built; run a standalone controller (spool controller -c controller.conf) and point controllerAddr at its listenPort")},
 	"rejectTransactionMessage": {onlyUnbuilt: true, refuse: whenTrue(
 		"rejecting transaction messages is not built; they would be accepted")},
 	"brokerPermission": {onlyUnbuilt: true, refuse: func(v string) string {

@@ -1,0 +1,206 @@
+// Package controller is Spool's controller: the remoting face of RocketMQ's
+// controller mode. It answers BROKER_HEARTBEAT (904) and the controller
+// requests 1001–1006 and 1010–1013 with RocketMQ's headers, JSON bodies
+// and response codes, runs the leader's scan for inactive masters and
+// builds the NOTIFY_BROKER_ROLE_CHANGED (1008) pushes, which the caller
+// sends.
+//
+// It owns the order of decisions: one lock serializes validation
+// (internal/controller/replicas, against the applied state) and the
+// proposal (internal/controller/consensus), so each request is checked
+// against the state its events will land on, and answered after its
+// events are committed and applied. Only the serving leader validates
+// and proposes; the others answer CONTROLLER_NOT_LEADER (2007) naming the
+// leader, and every node answers GET_METADATA_INFO. Liveness
+// (internal/controller/liveness) is local to each controller. It never
+// edits the replicas state itself, and never dials a broker: pushes go
+// through Options.Notify.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/controller/consensus"
+	"github.com/spoolmq/spool/internal/controller/liveness"
+	"github.com/spoolmq/spool/internal/controller/replicas"
+	"github.com/spoolmq/spool/remoting"
+)
+
+// Options configures a Controller.
+type Options struct {
+	// Group is controllerDLegerGroup, named in GET_METADATA_INFO.
+	Group string
+	// Unclean is enableElectUncleanMaster.
+	Unclean bool
+	// ScanInterval is scanNotActiveBrokerInterval (default 5 s).
+	ScanInterval time.Duration
+	// ElectRetries is electMasterMaxRetryCount (default 3).
+	ElectRetries int
+	// Clock drives liveness and the scan (nil: the real clock).
+	Clock clock.Clock
+	// Notify sends a oneway NOTIFY_BROKER_ROLE_CHANGED to a broker (nil:
+	// no pushes).
+	Notify func(addr string, req *remoting.Command)
+	Logger *slog.Logger
+}
+
+// Controller serves the controller requests of one controller node.
+type Controller struct {
+	opts Options
+	node *consensus.Node
+	live *liveness.Table
+	// mu serializes validate-then-propose (RocketMQ's event thread).
+	mu sync.Mutex
+}
+
+// New returns a controller over node. The node's OnLeader hook should
+// call LeaderHook so that the leader's remoting address is replicated.
+func New(node *consensus.Node, opts Options) *Controller {
+	if opts.ScanInterval <= 0 {
+		opts.ScanInterval = 5 * time.Second
+	}
+	if opts.ElectRetries <= 0 {
+		opts.ElectRetries = 3
+	}
+	opts.Clock = clock.Or(opts.Clock)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Controller{opts: opts, node: node, live: liveness.New(opts.Clock)}
+}
+
+// LeaderHook returns the consensus.Config.OnLeader hook that records this
+// controller's remoting address (addr) when it becomes leader, before it
+// serves.
+func LeaderHook(addr string) func(n *consensus.Node) error {
+	return func(n *consensus.Node) error {
+		var known string
+		n.Read(func(_ *replicas.State, ctl replicas.Controllers) { known = ctl[n.ID()] })
+		if known == addr {
+			return nil
+		}
+		return n.ProposeOnLeader([]replicas.Event{{Type: replicas.EventControllerAddress, ControllerID: n.ID(), Address: addr}})
+	}
+}
+
+// Liveness is the controller's liveness table.
+func (c *Controller) Liveness() *liveness.Table { return c.live }
+
+func (c *Controller) policy() replicas.Policy { return replicas.Policy{Unclean: c.opts.Unclean} }
+
+// errNotLeader is answered as CONTROLLER_NOT_LEADER.
+var errNotLeader = consensus.ErrNotLeader
+
+// decide validates with fn against the applied state and proposes the
+// events, under the decision lock. It returns the result and the state's
+// broker set after the events.
+func (c *Controller) decide(name string, fn func(st *replicas.State) replicas.Result) (replicas.Result, *replicas.BrokerSet, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.node.Serving() {
+		return replicas.Result{}, nil, errNotLeader
+	}
+	var r replicas.Result
+	c.node.Read(func(st *replicas.State, _ replicas.Controllers) { r = fn(st) })
+	if err := c.node.Propose(r.Events); err != nil {
+		return r, nil, err
+	}
+	return r, c.snapshotSet(name), nil
+}
+
+// snapshotSet copies a broker set out of the applied state (nil: none).
+func (c *Controller) snapshotSet(name string) *replicas.BrokerSet {
+	var b *replicas.BrokerSet
+	c.node.Read(func(st *replicas.State, _ replicas.Controllers) {
+		if s := st.Set(name); s != nil {
+			b = (&replicas.State{Sets: map[string]*replicas.BrokerSet{name: s}}).Clone().Set(name)
+		}
+	})
+	return b
+}
+
+// Run runs the leader's scan every ScanInterval until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.opts.Clock.After(c.opts.ScanInterval):
+		}
+		c.Scan()
+	}
+}
+
+// Scan is one round of the leader's scan: replicas whose heartbeat timed
+// out are dropped, and every broker set whose master is dead while a
+// replica lives gets an election (up to ElectRetries tries), whose result
+// is pushed to the set's live replicas. Non-leaders only expire.
+func (c *Controller) Scan() {
+	for _, dead := range c.live.Expire() {
+		c.opts.Logger.Info("broker heartbeat timed out", "cluster", dead.ClusterName, "broker", dead.BrokerName, "id", dead.BrokerID, "addr", dead.BrokerAddr)
+	}
+	if !c.node.Serving() {
+		return
+	}
+	var names []string
+	c.node.Read(func(st *replicas.State, _ replicas.Controllers) { names = c.live.NeedElection(st) })
+	for _, name := range names {
+		for try := 0; try < c.opts.ElectRetries; try++ {
+			r, b, err := c.decide(name, func(st *replicas.State) replicas.Result {
+				return st.ElectMaster(name, replicas.ControllerTriggered, false, c.policy(), c.live)
+			})
+			if errors.Is(err, errNotLeader) {
+				return
+			}
+			if err != nil {
+				c.opts.Logger.Warn("election for an inactive master failed", "broker", name, "err", err)
+				continue
+			}
+			c.opts.Logger.Info("elected for an inactive master", "broker", name, "code", r.Code, "remark", r.Remark)
+			if r.OK() {
+				c.notify(b)
+			}
+			break
+		}
+	}
+}
+
+// notify pushes NOTIFY_BROKER_ROLE_CHANGED to every live replica of b.
+func (c *Controller) notify(b *replicas.BrokerSet) {
+	if c.opts.Notify == nil || b == nil {
+		return
+	}
+	for _, id := range b.IDs() {
+		if !c.live.Alive(b.ClusterName, b.BrokerName, id) {
+			continue
+		}
+		req := remoting.NewRequest(remoting.NotifyBrokerRoleChanged, map[string]string{
+			"masterAddress":     b.MasterAddress(),
+			"masterEpoch":       fmt.Sprint(b.MasterEpoch),
+			"syncStateSetEpoch": fmt.Sprint(b.SyncStateSetEpoch),
+			"masterBrokerId":    fmt.Sprint(b.MasterID),
+		}, setBody(b))
+		c.opts.Notify(b.Replicas[id].Address, req)
+	}
+}
+
+// leaderInfo names the leader this node knows: its id and remoting
+// address ("" when unknown).
+func (c *Controller) leaderInfo() (id, addr string) {
+	id, _ = c.node.Leader()
+	c.node.Read(func(_ *replicas.State, ctl replicas.Controllers) { addr = ctl[id] })
+	return id, addr
+}
+
+func sortedIDs(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return out
+}
