@@ -37,9 +37,11 @@ var allowed = map[string][]string{
 	"internal/schedule":          {"internal/metadata", "internal/store", "message"},
 	"internal/auth":              {"internal/corrupt", "internal/vfs", "remoting"},
 	"internal/auth/aclv1":        {"internal/auth", "remoting"},
+	"internal/ha":                {"internal/clock"},
 	"internal/broker":            {"*"},
 	"internal/testkit":           {"internal/clock", "internal/store"},
 	"internal/testkit/brokerkit": {"*"},
+	"internal/testkit/faultproxy": {},
 	"internal/layering":          {},
 	"cmd/spool":                  {"*"},
 	"bench/redisdrain":           {},
@@ -48,7 +50,7 @@ var allowed = map[string][]string{
 }
 
 // onlyTests are packages that no non-test file may import.
-var onlyTests = []string{"internal/testkit", "internal/testkit/brokerkit"}
+var onlyTests = []string{"internal/testkit", "internal/testkit/brokerkit", "internal/testkit/faultproxy"}
 
 // wiring is the package that builds a broker from the others; only the
 // command (and the shared test set-ups) may import it, whatever their
