@@ -293,6 +293,11 @@ func (s *Slave) session(conn net.Conn) error {
 		lrMu.Lock()
 		lastRead = s.cfg.Clock.Now()
 		lrMu.Unlock()
+		if end := log.MaxOffset(); off != end {
+			// Never a mixed log: the master's bytes go at the slave's end
+			// or not at all.
+			return &StopError{Offset: off, Err: &MismatchError{Offset: off, End: end}}
+		}
 		if err := log.AppendReplicated(off, body); err != nil {
 			return &StopError{Offset: off, Err: err}
 		}
