@@ -362,3 +362,26 @@ func TestSlaveReportsOnItsHeartbeatInterval(t *testing.T) {
 }
 
 var _ clock.Clock = testkit.Clock()
+
+// A slave whose log runs past the master's end (it followed another
+// master) is refused by the master at its first report, and redials only
+// after reconnectInterval.
+func TestSlaveAheadOfTheMasterIsRefusedWithoutATightLoop(t *testing.T) {
+	ms, ss := openStore(t, vfs.OS()), openStore(t, vfs.OS())
+	fill(t, ms.st, 10)
+	fill(t, ss.st, 50)
+	clk := testkit.Clock()
+	m, addr := startMaster(t, MasterConfig{Log: ms.log, Admit: admitAll, Clock: clk})
+	s := startSlave(t, SlaveConfig{Log: ss.log, MasterAddr: addr, Clock: clk})
+	eventually(t, "the refusal", func() bool { return s.Connects() == 1 && !s.Connected() && m.ConnectionCount() == 0 })
+	if got := m.ReplicatedOffset(); got != -1 {
+		t.Fatalf("replicated offset %d from a refused report", got)
+	}
+	if s.Connects() != 1 {
+		t.Fatalf("%d connects before reconnectInterval passed", s.Connects())
+	}
+	eventually(t, "the redial", func() bool {
+		clk.Advance(time.Second)
+		return s.Connects() >= 2
+	})
+}

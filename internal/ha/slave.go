@@ -30,7 +30,7 @@ type SlaveConfig struct {
 
 	SendHeartbeatInterval time.Duration // haSendHeartbeatInterval
 	HousekeepingInterval  time.Duration // haHousekeepingInterval
-	ReconnectInterval     time.Duration // wait after a failed dial
+	ReconnectInterval     time.Duration // wait after a failed dial or a lost connection
 }
 
 // StopError is the error a slave stops replicating with: the transfer's
@@ -217,8 +217,16 @@ func (s *Slave) run() {
 		s.mu.Unlock()
 		if se != nil {
 			s.cfg.Logger.Error("ha: replication stopped; call for a resume once the cause is fixed", "master", addr, "err", se)
-		} else if err != nil {
-			s.cfg.Logger.Info("ha: connection to the master ended; reconnecting", "master", addr, "err", err)
+			continue
+		}
+		s.cfg.Logger.Info("ha: connection to the master ended; reconnecting after reconnectInterval", "master", addr, "err", err)
+		// A master that closes at once (it refused the report) is not
+		// dialled in a tight loop.
+		select {
+		case <-s.quit:
+			return
+		case <-s.change:
+		case <-s.cfg.Clock.After(s.cfg.ReconnectInterval):
 		}
 	}
 }
