@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/spoolmq/spool/internal/clock"
 )
 
@@ -29,6 +31,10 @@ type MasterConfig struct {
 	MaxGapNotInSync       int64         // haMaxGapNotInSync
 	InSyncReplicas        int           // inSyncReplicas (copies = max(it, 2))
 	SlaveTimeout          time.Duration // slaveTimeout
+	// FlowControl (haFlowControlEnable) caps the bytes sent to all slaves
+	// together at MaxTransferBytesPerSecond (maxHaTransferByteInSecond).
+	FlowControl               bool
+	MaxTransferBytesPerSecond int64
 	// PollInterval bounds how long an idle transfer loop waits for new
 	// bytes when Notify is not called (RocketMQ waits 100 ms).
 	PollInterval time.Duration
@@ -54,6 +60,9 @@ func (c *MasterConfig) defaults() {
 	if c.SlaveTimeout <= 0 {
 		c.SlaveTimeout = DefaultSlaveTimeout
 	}
+	if c.MaxTransferBytesPerSecond <= 0 {
+		c.MaxTransferBytesPerSecond = DefaultMaxTransferBytesPerSecond
+	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 100 * time.Millisecond
 	}
@@ -78,6 +87,7 @@ type SlaveState struct {
 type Master struct {
 	cfg   MasterConfig
 	group *GroupTransfer
+	flow  *rate.Limiter // nil without flow control; read at the clock's times
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -91,7 +101,12 @@ type Master struct {
 // NewMaster returns a master; Serve starts it on a listener.
 func NewMaster(cfg MasterConfig) *Master {
 	cfg.defaults()
-	return &Master{cfg: cfg, group: NewGroupTransfer(cfg.Clock), conns: map[*masterConn]struct{}{}, stop: make(chan struct{})}
+	m := &Master{cfg: cfg, group: NewGroupTransfer(cfg.Clock), conns: map[*masterConn]struct{}{}, stop: make(chan struct{})}
+	if cfg.FlowControl {
+		r := cfg.MaxTransferBytesPerSecond
+		m.flow = rate.NewLimiter(rate.Limit(r), int(min(r, 1<<30)))
+	}
+	return m
 }
 
 // Serve accepts slave connections on ln until Close. It starts the
@@ -456,13 +471,33 @@ func (mc *masterConn) transferLoop() {
 			return
 		default:
 		}
-		n, err := cfg.Log.ReadAt(buf[HeaderSize:], next)
+		want := cfg.TransferBatchSize
+		var throttle <-chan time.Time
+		if fl := mc.m.flow; fl != nil {
+			now := cfg.Clock.Now()
+			want = min(want, int(fl.TokensAt(now)))
+			if want <= 0 {
+				// Out of budget: wait until one batch (or the whole
+				// budget, when smaller) is available again.
+				need := min(float64(cfg.TransferBatchSize), float64(fl.Burst()))
+				wait := time.Duration((need - fl.TokensAt(now)) / float64(fl.Limit()) * float64(time.Second))
+				throttle = cfg.Clock.After(max(wait, time.Millisecond))
+				want = 0
+			}
+		}
+		n, err := 0, error(nil)
+		if want > 0 {
+			n, err = cfg.Log.ReadAt(buf[HeaderSize:HeaderSize+want], next)
+		}
 		if err != nil {
 			cfg.Logger.Error("ha: cannot read the CommitLog for a slave", "remote", mc.remote, "offset", next, "err", err)
 			mc.close("read CommitLog: " + err.Error())
 			return
 		}
 		if n > 0 {
+			if fl := mc.m.flow; fl != nil {
+				fl.AllowN(cfg.Clock.Now(), n) // spends the budget read above
+			}
 			PutHeader(buf, next, int32(n))
 			mc.mu.Lock()
 			mc.sent = next + int64(n) // before the write: the slave may answer first
@@ -493,6 +528,7 @@ func (mc *masterConn) transferLoop() {
 		case <-mc.wake:
 		case <-hb:
 			hb = nil
+		case <-throttle:
 		case <-poll.C:
 		}
 	}

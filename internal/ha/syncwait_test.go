@@ -186,3 +186,33 @@ func TestMasterWaitReplicatedOverLoopback(t *testing.T) {
 	px.Unstall(faultproxy.Down)
 	eventually(t, "the slave to catch up after the stall", func() bool { return ackOf(m) == end })
 }
+
+// haFlowControlEnable: the bytes sent to slaves stay within
+// maxHaTransferByteInSecond of the clock's time, and the slave still
+// catches up as the clock moves.
+func TestFlowControlCapsTheTransferRate(t *testing.T) {
+	ms, ss := openStore(t, vfs.OS()), openStore(t, vfs.OS())
+	end := fill(t, ms.st, 600) // about 130 KB
+	clk := testkit.Clock()
+	const perSecond = 20000
+	m, addr := startMaster(t, MasterConfig{Log: ms.log, Admit: admitAll, Clock: clk,
+		FlowControl: true, MaxTransferBytesPerSecond: perSecond, TransferBatchSize: 4096})
+	startSlave(t, SlaveConfig{Log: ss.log, MasterAddr: addr, Clock: clk})
+	start := clk.Now()
+	eventually(t, "the catch-up under flow control", func() bool {
+		elapsed := clk.Since(start).Seconds()
+		if got, budget := ss.log.MaxOffset(), int64(perSecond*(1+elapsed)); got > budget {
+			t.Fatalf("the slave holds %d bytes after %.1f s of clock, over the budget %d", got, elapsed, budget)
+		}
+		if ackOf(m) == end {
+			return true
+		}
+		if ss.log.MaxOffset() > 0 {
+			clk.Advance(100 * time.Millisecond)
+		}
+		return false
+	})
+	if elapsed := clk.Since(start); elapsed < time.Duration(float64(end)/perSecond-1)*time.Second {
+		t.Fatalf("caught up %d bytes in %v of clock: flow control did not hold it back", end, elapsed)
+	}
+}

@@ -22,6 +22,8 @@ const (
 	DefaultTransferBatchSize     = 32 << 10
 	DefaultMaxGapNotInSync       = 256 << 20
 	DefaultSlaveTimeout          = 3 * time.Second
+	// DefaultMaxTransferBytesPerSecond is maxHaTransferByteInSecond.
+	DefaultMaxTransferBytesPerSecond = 100 << 20
 	// DefaultReconnectInterval is how long a slave waits before it dials
 	// its master again after a connection ended (RocketMQ: 5 s).
 	DefaultReconnectInterval = 5 * time.Second
