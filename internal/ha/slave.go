@@ -301,9 +301,10 @@ func (s *Slave) session(conn net.Conn) error {
 		lrMu.Lock()
 		lastRead = s.cfg.Clock.Now()
 		lrMu.Unlock()
-		if end := log.MaxOffset(); off != end {
+		if end := log.MaxOffset(); end != 0 && off != end {
 			// Never a mixed log: the master's bytes go at the slave's end
-			// or not at all.
+			// or not at all. (An empty log may begin where the master's
+			// first file does; the log checks that.)
 			return &StopError{Offset: off, Err: &MismatchError{Offset: off, End: end}}
 		}
 		if err := log.AppendReplicated(off, body); err != nil {

@@ -100,7 +100,19 @@ func (r *ReplicaLog) AppendReplicated(offset int64, b []byte) error {
 	r.initLocked()
 	end := r.end.Load()
 	if offset != end {
-		return fmt.Errorf("%w: the transfer is at %d, the CommitLog ends at %d", ErrReplicaOffset, offset, end)
+		switch {
+		case end == 0 && len(b) == 0:
+			return nil // a heartbeat before the first bytes of a new slave
+		case end == 0 && offset > 0 && offset%st.cfg.MappedFileSizeCommitLog == 0 && r.emptyLocked():
+			// A new slave of a master whose first files are gone: the log
+			// begins at the master's first file.
+			if err := r.restartAtLocked(offset); err != nil {
+				return err
+			}
+			end = offset
+		default:
+			return fmt.Errorf("%w: the transfer is at %d, the CommitLog ends at %d", ErrReplicaOffset, offset, end)
+		}
 	}
 	if len(b) == 0 {
 		return nil
@@ -158,6 +170,48 @@ func (r *ReplicaLog) AppendReplicated(offset int64, b []byte) error {
 	return nil
 }
 
+// emptyLocked reports whether nothing was ever written to the log.
+func (r *ReplicaLog) emptyLocked() bool {
+	c := r.st.commitLog
+	if c.visible.Load() != 0 || c.minOffset() != 0 {
+		return false
+	}
+	for _, mf := range c.mfq.snapshot() {
+		if mf.wrote.Load() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// restartAtLocked drops the empty files of a log that has never been
+// written and makes it begin at from, a file boundary.
+func (r *ReplicaLog) restartAtLocked(from int64) error {
+	st := r.st
+	c := st.commitLog
+	c.alloc.createMu.Lock() // no file is being made ahead meanwhile
+	defer c.alloc.createMu.Unlock()
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	for _, mf := range c.mfq.snapshot() {
+		c.mfq.removeFirst(mf)
+		mf.destroy(true, 0, 0)
+	}
+	if err := st.fs.SyncDir(c.mfq.dir); err != nil {
+		return fmt.Errorf("store: sync %s: %w", c.mfq.dir, err)
+	}
+	c.cur = nil
+	c.alloc.setNext(from)
+	c.flushedWhere.Store(from)
+	st.disp.reputFrom.Store(from)
+	c.visible.Store(from)
+	r.recAt = from
+	r.carry = r.carry[:0]
+	r.end.Store(from)
+	st.logger.Info("store: replication starts this empty CommitLog at the master's first file", "offset", from)
+	return nil
+}
+
 // fileAt returns the file the log's end is in, rolling to the next file
 // when the current one is full.
 func (r *ReplicaLog) fileAt(end int64) (*MappedFile, error) {
@@ -182,6 +236,8 @@ func (r *ReplicaLog) fileAt(end int64) (*MappedFile, error) {
 		nextFrom = mf.from + mf.size
 	} else if last := c.mfq.last(); last != nil {
 		nextFrom = last.from + last.size
+	} else {
+		nextFrom = end // restartAtLocked emptied the queue at a file boundary
 	}
 	if nextFrom != end {
 		return nil, fmt.Errorf("%w: the next CommitLog file starts at %d, the transfer at %d", ErrReplicaOffset, nextFrom, end)

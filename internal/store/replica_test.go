@@ -228,3 +228,58 @@ func TestReplicaLogRecoversToTheLastCompleteRecord(t *testing.T) {
 	waitDispatched(t, ss, "T", 0, 350)
 	waitDispatched(t, ss, "T", 1, 350)
 }
+
+// A new slave of a master whose first files are gone begins at the
+// master's first file; its queues begin at the logical offsets found
+// there, and a restart keeps it.
+func TestReplicaLogStartsAnEmptyLogAtTheMastersFirstFile(t *testing.T) {
+	ms := openStarted(t, testConfig(t), vfs.OS())
+	defer ms.Shutdown()
+	scfg := testConfig(t)
+	ss := openStarted(t, scfg, vfs.OS())
+	fillMaster(t, ms, 1000)
+	m, s := NewReplicaLog(ms), NewReplicaLog(ss)
+	from := 2 * scfg.MappedFileSizeCommitLog
+	if err := s.AppendReplicated(from+100, make([]byte, 10)); !errors.Is(err, ErrReplicaOffset) {
+		t.Fatalf("a start inside a file: %v, want ErrReplicaOffset", err)
+	}
+	if err := s.AppendReplicated(from, nil); err != nil {
+		t.Fatalf("a heartbeat before the first bytes: %v", err)
+	}
+	buf := make([]byte, 4096)
+	for off := from; off < m.MaxOffset(); {
+		n, err := m.ReadAt(buf, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendReplicated(off, buf[:n]); err != nil {
+			t.Fatalf("AppendReplicated(%d): %v", off, err)
+		}
+		off += int64(n)
+	}
+	if s.MinOffset() != from || s.MaxOffset() != m.MaxOffset() {
+		t.Fatalf("slave holds [%d, %d), want [%d, %d)", s.MinOffset(), s.MaxOffset(), from, m.MaxOffset())
+	}
+	want := ms.MaxOffsetInQueue("T", 0)
+	deadline := time.Now().Add(20 * time.Second)
+	for ss.MaxOffsetInQueue("T", 0) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("slave queue 0 at %d, want %d", ss.MaxOffsetInQueue("T", 0), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if min := ss.MinOffsetInQueue("T", 0); min == 0 || min >= want {
+		t.Fatalf("slave queue 0 begins at %d (max %d): not at the first file's records", min, want)
+	}
+	if err := s.AppendReplicated(0, buf[:10]); !errors.Is(err, ErrReplicaOffset) {
+		t.Fatalf("a second start: %v", err)
+	}
+	if err := ss.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	ss = openStarted(t, scfg, vfs.OS())
+	defer ss.Shutdown()
+	if r := NewReplicaLog(ss); r.MinOffset() != from || r.MaxOffset() != m.MaxOffset() {
+		t.Fatalf("after a restart the slave holds [%d, %d)", r.MinOffset(), r.MaxOffset())
+	}
+}
