@@ -385,3 +385,47 @@ func TestSlaveAheadOfTheMasterIsRefusedWithoutATightLoop(t *testing.T) {
 		return s.Connects() >= 2
 	})
 }
+
+// Transfers of 97 bytes cut records anywhere; the connection is cut over
+// and over mid-stream; every reconnect resumes at the slave's end (inside
+// a record) and the copy ends byte for byte equal, queues included.
+func TestCutsMidRecordResumeAtTheSlavesEnd(t *testing.T) {
+	ms, ss := openStore(t, vfs.OS()), openStore(t, vfs.OS())
+	end := fill(t, ms.st, 300)
+	clk := testkit.Clock()
+	m, addr := startMaster(t, MasterConfig{Log: ms.log, Admit: admitAll, Clock: clk, TransferBatchSize: 97})
+	px, err := faultproxy.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	s := startSlave(t, SlaveConfig{Log: ss.log, MasterAddr: px.Addr(), Clock: clk})
+	cuts := 0
+	last := int64(-1)
+	t.Cleanup(func() {
+		t.Logf("end %d ack %d slave %d connects %d err %v cuts %d conns %d", end, ackOf(m), ss.log.MaxOffset(), s.Connects(), s.Err(), cuts, m.ConnectionCount())
+	})
+	eventually(t, "the catch-up through cuts", func() bool {
+		if ackOf(m) == end {
+			return true
+		}
+		if got := ss.log.MaxOffset(); got != last && cuts < 20 && got > 0 {
+			last = got
+			px.Cut()
+			cuts++
+		}
+		clk.Advance(DefaultReconnectInterval)
+		return false
+	})
+	if cuts < 5 {
+		t.Fatalf("only %d cuts happened", cuts)
+	}
+	if s.Err() != nil {
+		t.Fatalf("the slave stopped: %v", s.Err())
+	}
+	sameLogs(t, ms.log, ss.log)
+	eventually(t, "the slave to dispatch", func() bool { return ss.st.MaxOffsetInQueue("T", 1) == 150 })
+	ms.st.Shutdown()
+	ss.st.Shutdown()
+	sameQueues(t, ms.dir, ss.dir)
+}

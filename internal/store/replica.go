@@ -285,7 +285,13 @@ func (r *ReplicaLog) scan(mf *MappedFile, b []byte) (int64, error) {
 		magic := int32(binary.BigEndian.Uint32(hdr[4:]))
 		switch {
 		case magic == message.BlankMagicCode && size == fileEnd-at:
-			return fileEnd, nil // the rest of the file is the end-of-file marker
+			// The rest of the file is the end-of-file marker: readable
+			// once all of it is here, so the readable end never passes
+			// the appended end.
+			if newEnd == fileEnd {
+				return fileEnd, nil
+			}
+			return at, nil
 		case magic != message.MagicCodeV1 && magic != message.MagicCodeV2:
 			return 0, fmt.Errorf("%w: replicated bytes at CommitLog offset %d are not a record (magic %#08x)", ErrCorrupt, at, uint32(magic))
 		case size < message.MinRecordSize || at+size+blankSize > fileEnd:

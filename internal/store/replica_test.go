@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/message"
 )
 
 // fillMaster puts n messages of mixed sizes over two queues.
@@ -260,7 +262,8 @@ func TestReplicaLogStartsAnEmptyLogAtTheMastersFirstFile(t *testing.T) {
 	if s.MinOffset() != from || s.MaxOffset() != m.MaxOffset() {
 		t.Fatalf("slave holds [%d, %d), want [%d, %d)", s.MinOffset(), s.MaxOffset(), from, m.MaxOffset())
 	}
-	want := ms.MaxOffsetInQueue("T", 0)
+	want := int64(500) // 1000 messages over two queues
+	waitDispatched(t, ms, "T", 0, want)
 	deadline := time.Now().Add(20 * time.Second)
 	for ss.MaxOffsetInQueue("T", 0) != want {
 		if time.Now().After(deadline) {
@@ -282,4 +285,43 @@ func TestReplicaLogStartsAnEmptyLogAtTheMastersFirstFile(t *testing.T) {
 	if r := NewReplicaLog(ss); r.MinOffset() != from || r.MaxOffset() != m.MaxOffset() {
 		t.Fatalf("after a restart the slave holds [%d, %d)", r.MinOffset(), r.MaxOffset())
 	}
+}
+
+// Bytes that end inside a file's end-of-file marker leave the readable
+// end at the marker and the reported end at the bytes: a slave reports
+// exactly what it holds.
+func TestReplicaLogEndInsideTheEndOfFileMarker(t *testing.T) {
+	ms := openStarted(t, testConfig(t), vfs.OS())
+	defer ms.Shutdown()
+	scfg := testConfig(t)
+	ss := openStarted(t, scfg, vfs.OS())
+	defer ss.Shutdown()
+	fillMaster(t, ms, 600)
+	m, s := NewReplicaLog(ms), NewReplicaLog(ss)
+	size := scfg.MappedFileSizeCommitLog
+	head := make([]byte, 8)
+	blank := int64(0)
+	for {
+		if _, err := m.ReadAt(head, blank); err != nil {
+			t.Fatal(err)
+		}
+		if int32(binary.BigEndian.Uint32(head[4:])) == message.BlankMagicCode {
+			break
+		}
+		blank += int64(binary.BigEndian.Uint32(head))
+	}
+	if size-blank < 10 {
+		t.Skipf("the marker is %d bytes: too short to end inside", size-blank)
+	}
+	rng := rand.New(rand.NewSource(3))
+	replicate(t, m, s, rng, blank+9)
+	if s.MaxOffset() != blank+9 || ss.commitLog.visible.Load() != blank {
+		t.Fatalf("reported end %d, readable end %d; want %d and the marker at %d", s.MaxOffset(), ss.commitLog.visible.Load(), blank+9, blank)
+	}
+	replicate(t, m, s, rng, size)
+	if s.MaxOffset() != size || ss.commitLog.visible.Load() != size {
+		t.Fatalf("at the file end: reported %d, readable %d; want %d", s.MaxOffset(), ss.commitLog.visible.Load(), size)
+	}
+	replicate(t, m, s, rng, m.MaxOffset())
+	sameLog(t, m, s)
 }
