@@ -429,3 +429,37 @@ func TestCutsMidRecordResumeAtTheSlavesEnd(t *testing.T) {
 	ss.st.Shutdown()
 	sameQueues(t, ms.dir, ss.dir)
 }
+
+// A slave whose disk fills stops replicating with the write error and
+// resumes, without a gap, once space returns and it is told to.
+func TestSlaveDiskFullStopsAndResumes(t *testing.T) {
+	inj := vfs.NewInjector(vfs.OS())
+	ms := openStore(t, vfs.OS())
+	scfg := testkit.StoreConfig(t.TempDir(), testkit.Small)
+	scfg.WriteWithoutMmap = true // every CommitLog write goes through pwrite
+	ss := openStoreAt(t, scfg, inj)
+	m, addr := startMaster(t, MasterConfig{Log: ms.log, Admit: admitAll})
+	s := startSlave(t, SlaveConfig{Log: ss.log, MasterAddr: addr})
+	end := fill(t, ms.st, 100)
+	m.Notify()
+	eventually(t, "the first catch-up", func() bool { return ackOf(m) == end })
+
+	inj.SetENOSPCOn("commitlog", true, true)
+	end = fill(t, ms.st, 100)
+	m.Notify()
+	eventually(t, "the slave to stop", func() bool { return s.Err() != nil })
+	var se *StopError
+	if !errors.As(s.Err(), &se) || !errors.Is(s.Err(), syscall.ENOSPC) {
+		t.Fatalf("stop error %v, want a StopError wrapping ENOSPC", s.Err())
+	}
+	held := ss.log.MaxOffset()
+	if se.Offset != held {
+		t.Fatalf("stopped at %d, the slave holds %d", se.Offset, held)
+	}
+
+	inj.SetENOSPCOn("", false, false)
+	s.Resume()
+	eventually(t, "the catch-up after space returned", func() bool { return ackOf(m) == end })
+	sameLogs(t, ms.log, ss.log)
+	eventually(t, "the slave to dispatch", func() bool { return ss.st.MaxOffsetInQueue("T", 1) == 100 })
+}
