@@ -1,6 +1,8 @@
 package ha
 
 import (
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,5 +216,51 @@ func TestFlowControlCapsTheTransferRate(t *testing.T) {
 	})
 	if elapsed := clk.Since(start); elapsed < time.Duration(float64(end)/perSecond-1)*time.Second {
 		t.Fatalf("caught up %d bytes in %v of clock: flow control did not hold it back", end, elapsed)
+	}
+}
+
+// Two connections of one slave are one copy: with inSyncReplicas=3 (two
+// slaves needed) they never make a quorum; a second slave does.
+func TestConnectionsOfOneSlaveCountOnce(t *testing.T) {
+	ms := openStore(t, vfs.OS())
+	end := fill(t, ms.st, 20)
+	var mu sync.Mutex
+	var next string
+	admit := func(net.Addr) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return next, true
+	}
+	setNext := func(n string) { mu.Lock(); next = n; mu.Unlock() }
+	m, addr := startMaster(t, MasterConfig{Log: ms.log, Admit: admit, InSyncReplicas: 3})
+	setNext("slave-1")
+	a := rawPeer(t, addr)
+	eventually(t, "the first connection", func() bool { return m.ConnectionCount() == 1 })
+	b := rawPeer(t, addr)
+	eventually(t, "the second connection", func() bool { return m.ConnectionCount() == 2 })
+	sendReport(t, a, end)
+	sendReport(t, b, end)
+	eventually(t, "both reports", func() bool {
+		n := 0
+		for _, s := range m.Slaves() {
+			if s.AckOffset == end {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if got := m.ReplicatedOffset(); got != -1 {
+		t.Fatalf("one slave on two connections made a quorum of three copies: %d", got)
+	}
+	if m.InSyncSlaves() != 1 {
+		t.Fatalf("in-sync slaves %d, want 1", m.InSyncSlaves())
+	}
+	setNext("slave-2")
+	c := rawPeer(t, addr)
+	eventually(t, "the third connection", func() bool { return m.ConnectionCount() == 3 })
+	sendReport(t, c, end)
+	eventually(t, "the quorum", func() bool { return m.ReplicatedOffset() == end })
+	if m.InSyncSlaves() != 2 {
+		t.Fatalf("in-sync slaves %d, want 2", m.InSyncSlaves())
 	}
 }
