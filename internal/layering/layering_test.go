@@ -48,8 +48,10 @@ var allowed = map[string][]string{
 	"internal/controller/liveness":  {"internal/clock", "internal/controller/replicas"},
 	"internal/controller/consensus": {"internal/controller/replicas"},
 	"internal/controller":           {"internal/clock", "internal/controller/replicas", "internal/controller/liveness", "internal/controller/consensus", "remoting", "remoting/transport"},
+	"internal/ha":                   {"internal/clock"},
 	"internal/broker":               {"*"},
 	"internal/testkit":              {"internal/clock", "internal/store"},
+	"internal/testkit/faultproxy":   {},
 	"internal/testkit/brokerkit":    {"*"},
 	"internal/layering":             {},
 	"cmd/spool":                     {"*"},
@@ -59,7 +61,7 @@ var allowed = map[string][]string{
 }
 
 // onlyTests are packages that no non-test file may import.
-var onlyTests = []string{"internal/testkit", "internal/testkit/brokerkit"}
+var onlyTests = []string{"internal/testkit", "internal/testkit/brokerkit", "internal/testkit/faultproxy"}
 
 // wiring is the package that builds a broker from the others; only the
 // command (and the shared test set-ups) may import it, whatever their
