@@ -1,11 +1,6 @@
 package broker
 
-import (
-	"fmt"
-	"strings"
-
-	"github.com/spoolmq/spool/internal/systopic"
-)
+import "github.com/spoolmq/spool/internal/systopic"
 
 // Names of the system topics and prefixes; internal/systopic owns them.
 const (
@@ -24,10 +19,6 @@ const (
 	retryGroupTopicPrefix = systopic.RetryPrefix
 	dlqGroupTopicPrefix   = systopic.DLQPrefix
 
-	topicMaxLength      = 127
-	retryTopicMaxLength = 255
-	groupMaxLength      = 120
-
 	faqURL = "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 )
 
@@ -43,52 +34,7 @@ func retryTopic(group string) string { return systopic.Retry(group) }
 
 func dlqTopic(group string) string { return systopic.DLQ(group) }
 
-// validNameChars reports whether s uses only ^[%|a-zA-Z0-9_-]+$.
-func validNameChars(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '%', c == '|', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validateTopic and validateGroup are the name rules of internal/systopic.
+func validateTopic(t string) string { return systopic.ValidateTopic(t) }
 
-// validateTopic returns "" for a legal topic name, else the remark
-// RocketMQ answers with (INVALID_PARAMETER).
-func validateTopic(t string) string {
-	if strings.TrimSpace(t) == "" {
-		return "The specified topic is blank."
-	}
-	if !validNameChars(t) {
-		return fmt.Sprintf("The specified topic[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", t)
-	}
-	limit := topicMaxLength
-	if strings.HasPrefix(t, retryGroupTopicPrefix) || strings.HasPrefix(t, dlqGroupTopicPrefix) {
-		limit = retryTopicMaxLength
-	}
-	if len(t) > limit {
-		return fmt.Sprintf("The specified topic is longer than topic max length %d.", limit)
-	}
-	return ""
-}
-
-// validateGroup returns "" for a legal group name, else a remark.
-func validateGroup(g string) string {
-	if strings.TrimSpace(g) == "" {
-		return "the specified group is blank"
-	}
-	if !validNameChars(g) {
-		return fmt.Sprintf("the specified group[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", g)
-	}
-	if len(g) > groupMaxLength {
-		return fmt.Sprintf("the specified group[%s] is longer than group max length %d", g, groupMaxLength)
-	}
-	return ""
-}
+func validateGroup(g string) string { return systopic.ValidateGroup(g) }
