@@ -1,6 +1,7 @@
 // Package systopic owns the names of RocketMQ's system topics, groups and
-// topic prefixes (TopicValidator, MixAll in RocketMQ) and the rules that
-// classify a topic by its name. The broker, the store and the timer all
+// topic prefixes (TopicValidator, MixAll in RocketMQ), the rules that
+// classify a topic by its name and the rules for legal topic and group
+// names (ValidateTopic, ValidateGroup). The broker, the store and the timer all
 // need them, and each once spelled them on its own; they are wire- and
 // disk-visible vocabulary, so they live in one leaf that all three import,
 // not in any one of them.
