@@ -1,9 +1,6 @@
 package broker
 
 import (
-	"errors"
-
-	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -128,10 +125,3 @@ func (b *Broker) onConnClose(c *transport.Conn) {
 	b.consumers.RemoveConn(c, b.config().NotifyConsumerIdsChangedEnable)
 	b.producers.RemoveConn(c)
 }
-
-// badHeader answers a request whose ext fields do not parse.
-func badHeader(req *remoting.Command, err error) *remoting.Command {
-	return processor.BadHeader(req, err)
-}
-
-func isBadHeader(err error) bool { return errors.Is(err, ErrBadHeader) }

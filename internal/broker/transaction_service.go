@@ -1,20 +1,20 @@
 package broker
 
-import "github.com/spoolmq/spool/internal/transaction"
+import (
+	"github.com/spoolmq/spool/internal/datapath"
+	"github.com/spoolmq/spool/internal/transaction"
+)
 
 // transactionService is what the broker uses of the transaction check
-// service (internal/transaction): the half put and END_TRANSACTION keep
-// its index current and write their op records through it.
+// service (internal/transaction): it starts and stops it, reads its
+// figures and gives the data path the rest.
 type transactionService interface {
 	Start()
 	Stop()
 	Stats() transaction.Stats
-	// Index is the pending-half index.
-	Index() *transaction.Index
-	// TakeChecked returns the half record a check has just read, if any.
-	TakeChecked(commitLogOffset int64) ([]byte, bool)
-	// PutOp records a half as resolved, then calls done with the code.
-	PutOp(halfOffset int64, done func(code int32, remark string))
+	// The index, the checked-record cache and the op records the data
+	// path's half put and END_TRANSACTION use.
+	datapath.Transactions
 }
 
 // TransactionStats are the transaction check service's counters.

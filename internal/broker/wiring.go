@@ -10,6 +10,7 @@ import (
 	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
@@ -26,7 +27,7 @@ func metadataDeps(cfg *Config, configDir string, logger *slog.Logger, clk clock.
 		Logger:          logger,
 		BuiltinTopics:   systemTopics(cfg),
 		AutoCreateTopic: topicAutoCreate,
-		ValidateGroup:   validateGroup,
+		ValidateGroup:   systopic.ValidateGroup,
 		Clock:           clk,
 	}
 }
@@ -153,8 +154,8 @@ func processorDeps(b *Broker) processor.Deps {
 		Clock:         b.clock,
 		Logger:        b.logger,
 		HoldRoute:     b.holdRoute,
-		ValidateTopic: validateTopic,
-		ValidateGroup: validateGroup,
+		ValidateTopic: systopic.ValidateTopic,
+		ValidateGroup: systopic.ValidateGroup,
 		IsSystemTopic: isSystemTopic,
 		RetryTopic:    retryTopic,
 	}

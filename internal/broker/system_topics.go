@@ -19,8 +19,3 @@ const (
 func isSystemTopic(t string) bool { return systopic.IsSystem(t) }
 
 func retryTopic(group string) string { return systopic.Retry(group) }
-
-// validateTopic and validateGroup are the name rules of internal/systopic.
-func validateTopic(t string) string { return systopic.ValidateTopic(t) }
-
-func validateGroup(g string) string { return systopic.ValidateGroup(g) }
