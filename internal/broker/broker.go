@@ -14,6 +14,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/datapath"
 	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/processor"
@@ -68,6 +69,8 @@ const (
 type Broker struct {
 	cfg      atomic.Pointer[Config]
 	storeCfg atomic.Pointer[store.Config] // replaced as a whole by live updates
+	// dataCfg is the data path's view of cfg and storeCfg, replaced with them.
+	dataCfg atomic.Pointer[datapath.Config]
 	// cfgFile is where live updates are persisted (Options.ConfigFile).
 	cfgFile string
 	logger  *slog.Logger
@@ -88,7 +91,9 @@ type Broker struct {
 	txCheck   transactionService
 	timers    *timer.Service // nil when timerWheelEnable is off
 	stats     *brokerStats
-	flow      *flowControl
+	data      *datapath.Path
+	flow      *datapath.Flow
+	cold      *coldReadBudget
 
 	executors  map[string]*transport.Executor
 	sendEx     *transport.Executor
@@ -150,8 +155,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		stop:        make(chan struct{}),
 		ready:       make(chan struct{}),
 	}
-	b.cfg.Store(&cfg)
-	b.storeCfg.Store(&opts.StoreConfig)
+	b.setConfig(&cfg, &opts.StoreConfig)
 	if b.cfgFile == "" {
 		b.cfgFile = DefaultConfigFile(opts.StoreConfig.StorePathRootDir)
 	}
@@ -186,7 +190,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b.longPoll = longpoll.New(longPollDeps(b))
 	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
-	b.flow = newFlowControl(b)
+	b.cold = &coldReadBudget{clock: b.clock}
+	b.data = datapath.New(dataDeps(b))
+	b.flow = b.data.Flow()
 	b.proc = processor.New(processorDeps(b))
 	b.server = transport.NewServer(transport.ServerConfig{
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
@@ -213,6 +219,14 @@ func checkConfig(c *Config) error {
 		c.DefaultTopicQueueNums = 8
 	}
 	return nil
+}
+
+// setConfig replaces the configuration and the store configuration as a
+// whole, and the data path's view of them.
+func (b *Broker) setConfig(cfg *Config, scfg *store.Config) {
+	b.cfg.Store(cfg)
+	b.storeCfg.Store(scfg)
+	b.dataCfg.Store(dataConfig(cfg, scfg))
 }
 
 // config returns the current configuration (replaced as a whole by live
@@ -300,7 +314,7 @@ func (b *Broker) Start() error {
 	b.background(func() { b.offsets.RunFlusher(millis(cfg.FlushConsumerOffsetInterval), b.stop) })
 	b.background(b.housekeeping)
 	b.background(func() { b.stats.run(b.stop, b.timerTotals, b.clock) })
-	b.background(b.flow.run)
+	b.background(func() { b.flow.Run(b.stop) })
 	b.background(func() { b.longPoll.Run(b.stop) })
 	b.registrar.round()
 	b.background(b.registrar.run)

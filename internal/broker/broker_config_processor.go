@@ -29,7 +29,7 @@ func (b *Broker) handleGetBrokerConfig(c *transport.Conn, req *remoting.Command)
 		buf.WriteString(kv[k])
 		buf.WriteByte('\n')
 	}
-	resp := response(req, remoting.Success, "")
+	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = buf.Bytes()
 	if v, err := json.Marshal(b.topics.Version()); err == nil {
 		resp.SetExt("version", string(v))
@@ -45,10 +45,10 @@ func (b *Broker) handleGetBrokerConfig(c *transport.Conn, req *remoting.Command)
 func (b *Broker) handleUpdateBrokerConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	props, err := config.ParseProperties(bytes.NewReader(req.Body))
 	if err != nil {
-		return response(req, remoting.InvalidParameter, fmt.Sprintf("%v: broker config properties: %v", ErrBadBody, err))
+		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("%v: broker config properties: %v", ErrBadBody, err))
 	}
 	if len(props) == 0 {
-		return response(req, remoting.InvalidParameter, "no properties to update")
+		return remoting.NewResponse(req, remoting.InvalidParameter, "no properties to update")
 	}
 	b.cfgMu.Lock()
 	defer b.cfgMu.Unlock()
@@ -59,7 +59,7 @@ func (b *Broker) handleUpdateBrokerConfig(c *transport.Conn, req *remoting.Comma
 	// The store's own copy is a target too, so UpdateConfig sees exactly
 	// the keys changed here.
 	if err := config.UpdateLive(props, &next, &nextStore, &inStore); err != nil {
-		return response(req, remoting.InvalidParameter, err.Error())
+		return remoting.NewResponse(req, remoting.InvalidParameter, err.Error())
 	}
 	storeKeys := config.Dump(&nextStore)
 	var storeChanged []string
@@ -70,7 +70,7 @@ func (b *Broker) handleUpdateBrokerConfig(c *transport.Conn, req *remoting.Comma
 	}
 	if len(storeChanged) > 0 {
 		if err := b.store.UpdateConfig(inStore); err != nil {
-			return response(req, remoting.InvalidParameter, err.Error())
+			return remoting.NewResponse(req, remoting.InvalidParameter, err.Error())
 		}
 	}
 	all := config.Dump(&next, &nextStore)
@@ -85,10 +85,9 @@ func (b *Broker) handleUpdateBrokerConfig(c *transport.Conn, req *remoting.Comma
 			}
 		}
 		b.logger.Error("broker config not persisted; nothing changed", "file", b.cfgFile, "err", err)
-		return response(req, remoting.SystemError, fmt.Sprintf("configuration not changed: persisting it failed: %v", err))
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("configuration not changed: persisting it failed: %v", err))
 	}
-	b.cfg.Store(&next)
-	b.storeCfg.Store(&nextStore)
+	b.setConfig(&next, &nextStore)
 	b.applyTimerLive(&next)
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -98,5 +97,5 @@ func (b *Broker) handleUpdateBrokerConfig(c *transport.Conn, req *remoting.Comma
 	b.logger.Info("broker config updated and persisted", "keys", strings.Join(keys, ","), "file", b.cfgFile)
 	// brokerPermission masks the registered topic permissions.
 	b.registrar.trigger()
-	return response(req, remoting.Success, "")
+	return remoting.NewResponse(req, remoting.Success, "")
 }

@@ -4,12 +4,12 @@
 // consumers; internal/transaction for the pending-half index and the
 // check-back; internal/schedule for delayed delivery; internal/longpoll
 // for held pulls; internal/processor for the admin, offset, heartbeat,
-// lock and query handlers) and registers every request code with its
-// handler (registerProcessors); the data-path handlers (send, pull,
-// retries and dead letters, END_TRANSACTION, request/reply) with flow
-// control; the broker-config and runtime-info handlers; client expiry
-// and registration with name servers. Only the command (cmd/spool)
-// imports it, tests aside.
+// lock and query handlers; internal/datapath for send, pull, retries and
+// dead letters, END_TRANSACTION and request/reply with flow control) and
+// registers every request code with its handler (registerProcessors);
+// the broker-config and runtime-info handlers; client expiry and
+// registration with name servers. Only the command (cmd/spool) imports
+// it, tests aside.
 //
 // Through its parts it owns the broker's config/ directory; it talks to
 // storage only through store.MessageStore. It must never: block a worker on a flush (sends are

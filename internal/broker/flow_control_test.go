@@ -136,7 +136,7 @@ func TestSendRejectedWhilePutLockHeld(t *testing.T) {
 	}
 	bs.held.Store(0)
 	e.mustSend("FC", 0, "", "y")
-	if n := e.b.flow.rejectPageCache.Load(); n != 1 {
+	if n := e.b.flow.RejectPageCache.Load(); n != 1 {
 		t.Fatalf("rejections %d", n)
 	}
 }
@@ -237,7 +237,7 @@ func TestPCBusyCleanQueue(t *testing.T) {
 	}
 	waitFor(t, "three queued sends", func() bool { return e.b.sendEx.QueueLen() == 3 })
 	bs.held.Store(int64(1500 * time.Millisecond))
-	e.b.flow.cleanBusyQueue() // the 10 ms loop may have done it already
+	e.b.flow.CleanBusyQueue() // the 10 ms loop may have done it already
 	waitFor(t, "the queue drained", func() bool { return e.b.sendEx.Stats().Drained == 3 })
 	bs.held.Store(0)
 	bs.block.Store(false)
@@ -251,7 +251,7 @@ func TestPCBusyCleanQueue(t *testing.T) {
 			t.Errorf("remark %q", r.Remark)
 		}
 	}
-	if n := e.b.flow.pcBusyCleaned.Load(); n != 3 {
+	if n := e.b.flow.PCBusyCleaned.Load(); n != 3 {
 		t.Fatalf("pcBusyCleaned %d", n)
 	}
 	if info := e.runtimeInfo(); info["busyPcBusyCleanQueue"] != "3" {
@@ -338,9 +338,9 @@ func TestInflightCapPerConnection(t *testing.T) {
 func TestColdReadBudget(t *testing.T) {
 	e, bs := startBusyBroker(t, func(c *Config, _ *store.Config) { c.ColdReadBytesPerSecond = 1000 }, nil)
 	clk := clock.NewManual(time.Unix(1000, 0))
-	e.b.flow.cold.mu.Lock()
-	e.b.flow.cold.clock = clk
-	e.b.flow.cold.mu.Unlock()
+	e.b.cold.mu.Lock()
+	e.b.cold.clock = clk
+	e.b.cold.mu.Unlock()
 	e.createTopic("COLD", 1)
 	body := strings.Repeat("c", 400)
 	for range 5 {
@@ -355,7 +355,7 @@ func TestColdReadBudget(t *testing.T) {
 	if r := pull(0); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 5 {
 		t.Fatalf("hot pull: code %d", r.Code)
 	}
-	if n := e.b.flow.coldBytes.Load(); n != 0 {
+	if n := e.b.flow.ColdBytes.Load(); n != 0 {
 		t.Fatalf("hot pull charged %d bytes", n)
 	}
 
@@ -379,8 +379,8 @@ func TestColdReadBudget(t *testing.T) {
 		t.Fatalf("third cold pull: code %d remark %q next %s", r.Code, r.Remark, r.Ext("nextBeginOffset"))
 	}
 	f := e.b.flow
-	if f.coldLimited.Load() != 2 || f.coldHeld.Load() != 1 || f.coldRetried.Load() != 1 {
-		t.Fatalf("limited %d held %d retried %d", f.coldLimited.Load(), f.coldHeld.Load(), f.coldRetried.Load())
+	if f.ColdLimited.Load() != 2 || f.ColdHeld.Load() != 1 || f.ColdRetried.Load() != 1 {
+		t.Fatalf("limited %d held %d retried %d", f.ColdLimited.Load(), f.ColdHeld.Load(), f.ColdRetried.Load())
 	}
 	// A second later the budget has room again.
 	clk.Advance(time.Second)
@@ -388,7 +388,7 @@ func TestColdReadBudget(t *testing.T) {
 		t.Fatalf("cold pull after refill: code %d", r.Code)
 	}
 	info := e.runtimeInfo()
-	if info["coldReadHeld"] != "1" || info["coldReadBytes"] != fmt.Sprint(f.coldBytes.Load()) || f.coldBytes.Load() < 3*400 {
+	if info["coldReadHeld"] != "1" || info["coldReadBytes"] != fmt.Sprint(f.ColdBytes.Load()) || f.ColdBytes.Load() < 3*400 {
 		t.Fatalf("figures held %s bytes %s", info["coldReadHeld"], info["coldReadBytes"])
 	}
 
@@ -397,9 +397,9 @@ func TestColdReadBudget(t *testing.T) {
 	if up.Code != remoting.Success {
 		t.Fatalf("update: %d %q", up.Code, up.Remark)
 	}
-	before := f.coldBytes.Load()
-	if r := pull(0); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 5 || f.coldBytes.Load() != before {
-		t.Fatalf("pull with the budget off: code %d, charged %d", r.Code, f.coldBytes.Load()-before)
+	before := f.ColdBytes.Load()
+	if r := pull(0); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 5 || f.ColdBytes.Load() != before {
+		t.Fatalf("pull with the budget off: code %d, charged %d", r.Code, f.ColdBytes.Load()-before)
 	}
 	// With more budget than a cold read can return, the pull is not
 	// checked first and is charged from the store's report.
@@ -408,11 +408,11 @@ func TestColdReadBudget(t *testing.T) {
 		t.Fatalf("update: %d %q", up.Code, up.Remark)
 	}
 	r = pull(0)
-	if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 5 || f.coldBytes.Load() != before+int64(len(r.Body)) {
-		t.Fatalf("roomy cold pull: code %d, charged %d of %d", r.Code, f.coldBytes.Load()-before, len(r.Body))
+	if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 5 || f.ColdBytes.Load() != before+int64(len(r.Body)) {
+		t.Fatalf("roomy cold pull: code %d, charged %d of %d", r.Code, f.ColdBytes.Load()-before, len(r.Body))
 	}
-	if f.coldLimited.Load() != 3 { // pulls 0 and 1, and 2 after the refill
-		t.Fatalf("limited %d", f.coldLimited.Load())
+	if f.ColdLimited.Load() != 3 { // pulls 0 and 1, and 2 after the refill
+		t.Fatalf("limited %d", f.ColdLimited.Load())
 	}
 }
 

@@ -1,10 +1,6 @@
 package broker
 
 import (
-	"errors"
-	"time"
-
-	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -14,7 +10,7 @@ type handlerFunc func(c *transport.Conn, req *remoting.Command) *remoting.Comman
 
 // replyFunc handles one request that may be answered later: it returns a
 // response value, transport.Later with the request's responder (completed
-// through replyLater), or transport.NoReply (END_TRANSACTION with state
+// through the data path's replyLater), or transport.NoReply (END_TRANSACTION with state
 // "unknown"). In-flight accounting, admission and draining are the
 // transport's.
 type replyFunc func(c *transport.Conn, req *remoting.Command) transport.Reply
@@ -31,7 +27,7 @@ func (b *Broker) registerProcessors() {
 			ec.MaxQueueWait = 0
 		}
 		if name == "send" {
-			ec.Reject = b.flow.rejectSend
+			ec.Reject = b.flow.RejectSend
 		}
 		e := b.server.NewExecutor(ec)
 		b.executors[name] = e
@@ -40,6 +36,7 @@ func (b *Broker) registerProcessors() {
 	b.sendEx = ex("send", cfg.SendMessageThreadPoolNums, cfg.SendThreadPoolQueueCapacity, cfg.WaitTimeMillsInSendQueue)
 	b.pullEx = ex("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity, cfg.WaitTimeMillsInPullQueue)
 	b.litePullEx = ex("litePull", cfg.LitePullMessageThreadPoolNums, cfg.LitePullThreadPoolQueueCapacity, cfg.WaitTimeMillsInLitePullQueue)
+	b.data.UseExecutors(b.sendEx, b.pullEx, b.litePullEx)
 	query := ex("query", cfg.QueryMessageThreadPoolNums, cfg.QueryThreadPoolQueueCapacity, 0)
 	heartbeat := ex("heartbeat", cfg.HeartbeatThreadPoolNums, cfg.HeartbeatThreadPoolQueueCapacity, cfg.WaitTimeMillsInHeartbeatQueue)
 	client := ex("clientManage", cfg.ClientManageThreadPoolNums, cfg.ClientManagerThreadPoolQueueCapacity, 0)
@@ -50,15 +47,15 @@ func (b *Broker) registerProcessors() {
 	regLater := func(code int32, h replyFunc, e *transport.Executor) { b.server.RegisterReply(code, b.wrap(h), e) }
 	reg := func(code int32, h handlerFunc, e *transport.Executor) { regLater(code, valueFunc(h), e) }
 
-	regLater(remoting.SendMessage, b.handleSend, b.sendEx)
-	regLater(remoting.SendMessageV2, b.handleSend, b.sendEx)
-	regLater(remoting.SendBatchMessage, b.handleSend, b.sendEx)
-	regLater(remoting.ConsumerSendMsgBack, b.handleConsumerSendMsgBack, b.sendEx)
-	regLater(remoting.SendReplyMessage, b.handleSendReply, b.sendEx)
-	regLater(remoting.SendReplyMessageV2, b.handleSendReply, b.sendEx)
+	regLater(remoting.SendMessage, b.data.HandleSend, b.sendEx)
+	regLater(remoting.SendMessageV2, b.data.HandleSend, b.sendEx)
+	regLater(remoting.SendBatchMessage, b.data.HandleSend, b.sendEx)
+	regLater(remoting.ConsumerSendMsgBack, b.data.HandleConsumerSendMsgBack, b.sendEx)
+	regLater(remoting.SendReplyMessage, b.data.HandleSendReply, b.sendEx)
+	regLater(remoting.SendReplyMessageV2, b.data.HandleSendReply, b.sendEx)
 
-	regLater(remoting.PullMessage, b.handlePull, b.pullEx)
-	regLater(remoting.LitePullMessage, b.handlePull, b.litePullEx)
+	regLater(remoting.PullMessage, b.data.HandlePull, b.pullEx)
+	regLater(remoting.LitePullMessage, b.data.HandlePull, b.litePullEx)
 
 	reg(remoting.QueryMessage, b.proc.HandleQueryMessage, query)
 	reg(remoting.ViewMessageByID, b.proc.HandleViewMessageByID, query)
@@ -71,7 +68,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.QueryConsumerOffset, b.proc.HandleQueryConsumerOffset, consumer)
 	reg(remoting.UpdateConsumerOffset, b.proc.HandleUpdateConsumerOffset, consumer)
 
-	regLater(remoting.EndTransaction, b.handleEndTransaction, endTx)
+	regLater(remoting.EndTransaction, b.data.HandleEndTransaction, endTx)
 
 	reg(remoting.GetMaxOffset, b.proc.HandleGetMaxOffset, admin)
 	reg(remoting.GetMinOffset, b.proc.HandleGetMinOffset, admin)
@@ -124,39 +121,7 @@ func (b *Broker) wrap(h replyFunc) transport.ReplyHandler {
 	}
 }
 
-// replyLater completes a deferred request with resp, once the topic it
-// created is registered when it waits for that.
-func (b *Broker) replyLater(r *transport.Responder, resp *remoting.Command) {
-	if wait := b.routeWait(r.Request()); wait != nil {
-		go func() {
-			<-wait
-			r.Reply(resp)
-		}()
-		return
-	}
-	r.Reply(resp)
-}
-
 func (b *Broker) onConnClose(c *transport.Conn) {
 	b.consumers.RemoveConn(c, b.config().NotifyConsumerIdsChangedEnable)
 	b.producers.RemoveConn(c)
 }
-
-// response builds an answer to req.
-func response(req *remoting.Command, code int32, remark string) *remoting.Command {
-	return remoting.NewResponse(req, code, remark)
-}
-
-// badHeader answers a request whose ext fields do not parse.
-func badHeader(req *remoting.Command, err error) *remoting.Command {
-	return processor.BadHeader(req, err)
-}
-
-func isBadHeader(err error) bool { return errors.Is(err, ErrBadHeader) }
-
-// nowMillis is the broker's clock (Options.Clock) in milliseconds.
-func (b *Broker) nowMillis() int64 { return b.clock.Now().UnixMilli() }
-
-// nowMillis is the wall clock in milliseconds, read by delay.go until it
-// reads the broker's clock.
-func nowMillis() int64 { return time.Now().UnixMilli() }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"github.com/spoolmq/spool/internal/datapath"
 	"testing"
 
 	"github.com/spoolmq/spool/internal/metadata"
@@ -80,7 +81,7 @@ func TestSendBackRetryDetails(t *testing.T) {
 	}
 	d := e.readQueue("%DLQ%rq", 0)[0]
 	check(d, 3)
-	if lv := delayLevelOf(d.Properties); lv > 0 {
+	if lv := datapath.DelayLevelOf(d.Properties); lv > 0 {
 		t.Fatalf("DLQ record delayed: %v", d.Properties)
 	}
 	// Version >= 121 honours the header: max 0 sends reconsumeTimes 0 there.

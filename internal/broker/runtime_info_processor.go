@@ -35,9 +35,9 @@ var executorNames = []string{"send", "pull", "litePull", "query", "heartbeat", "
 func (b *Broker) handleGetBrokerRuntimeInfo(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	body, err := json.Marshal(map[string]map[string]string{"table": b.RuntimeInfo()})
 	if err != nil {
-		return response(req, remoting.SystemError, err.Error())
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	resp := response(req, remoting.Success, "")
+	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = body
 	return resp
 }
@@ -92,14 +92,14 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("ackThreadPoolQueueHeadWaitTimeMills", 0)
 	i64("dispatchBehindBytes", b.store.DispatchBehindBytes())
 	// The put lock's current hold, as RocketMQ's lockTimeMills (0 when free).
-	held, _, _ := b.flow.pageCacheBusy()
+	held, _, _ := b.flow.PageCacheBusy()
 	i64("pageCacheLockTimeMills", held.Milliseconds())
 	i64("earliestMessageTimeStamp", b.earliestMessageTime())
 	// startAcceptSendRequestTimeStamp is not built: sends are accepted
 	// from start, as with RocketMQ's default 0.
 	i64("startAcceptSendRequestTimeStamp", 0)
 	b.timerRunningStats(t)
-	i64("remainTransientStoreBufferNumbs", int64(b.flow.remainTransientStoreBufferNumbs()))
+	i64("remainTransientStoreBufferNumbs", int64(b.flow.RemainTransientStoreBufferNumbs()))
 	clDir := b.storeConfig().StorePathCommitLog
 	if clDir == "" {
 		clDir = filepath.Join(b.storeConfig().StorePathRootDir, "commitlog")
@@ -158,16 +158,16 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("busyOverload", int64(overload))
 	i64("busyTimeoutCleanQueue", int64(timedOut))
 	i64("busyRejectRequest", int64(rejected)+int64(ss.RejectedInflight))
-	i64("busyRejectRequestPageCache", f.rejectPageCache.Load())
-	i64("busyRejectRequestTransientPool", f.rejectPool.Load())
+	i64("busyRejectRequestPageCache", f.RejectPageCache.Load())
+	i64("busyRejectRequestTransientPool", f.RejectPool.Load())
 	i64("busyRejectRequestInflight", int64(ss.RejectedInflight))
-	i64("busyPcSynchronized", f.pcSynchronized.Load())
+	i64("busyPcSynchronized", f.PCSynchronized.Load())
 	i64("busyPcBusyCleanQueue", int64(drained))
 	i64("coldReadBytesPerSecond", cfg.ColdReadBytesPerSecond)
-	i64("coldReadBytes", f.coldBytes.Load())
-	i64("coldReadLimited", f.coldLimited.Load())
-	i64("coldReadHeld", f.coldHeld.Load())
-	i64("coldReadRetried", f.coldRetried.Load())
+	i64("coldReadBytes", f.ColdBytes.Load())
+	i64("coldReadLimited", f.ColdLimited.Load())
+	i64("coldReadHeld", f.ColdHeld.Load())
+	i64("coldReadRetried", f.ColdRetried.Load())
 	i64("queuedRequestBytes", ss.QueuedBodyBytes)
 	i64("requestBodyBudgetPauses", int64(ss.BodyBudgetPauses))
 	i64("requestBodyBudgetPausedMills", ss.BodyBudgetPaused.Milliseconds())

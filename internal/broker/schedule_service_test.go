@@ -38,9 +38,9 @@ func putDelayed(b *Broker, body string, level int, done func(store.PutResult)) {
 	props := map[string]string{message.PropertyDelayTimeLevel: strconv.Itoa(level), message.PropertyTags: "d"}
 	m := &message.Inner{Topic: delayKillTopic, QueueID: int32(level - 1), Body: []byte(body), Properties: props,
 		BornTimestamp: time.Now().UnixMilli(), BornHost: b.storeHost, StoreHost: b.storeHost}
-	b.applyDelay(m)
+	b.data.ApplyDelay(m)
 	m.PropertiesString = message.EncodeProperties(props)
-	b.putMessage(m, done)
+	b.data.PutMessage(m, done)
 }
 
 // TestDelayKill9Child is the child side of TestDelayKill9: it stores

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -320,5 +321,62 @@ func TestTransactionCheckBack(t *testing.T) {
 	// The commit used the record the check had just read.
 	if s := e.b.TransactionStats(); s.EndReadsSaved != 1 || s.PendingHalves != 0 {
 		t.Fatalf("after the commit: %+v", s)
+	}
+}
+
+// Sends whose properties take the append path and sends that fall back to
+// the map store the same properties.
+func TestSendPropertiesStored(t *testing.T) {
+	e := startBroker(t, nil)
+	e.createTopic("P", 1)
+	for i, tc := range []struct {
+		props string
+		want  map[string]string
+		uniq  string // "" = the broker adds one
+	}{
+		{"TAGS\x01a\x02KEYS\x01k1\x02", map[string]string{"TAGS": "a", "KEYS": "k1"}, ""},
+		{"TAGS\x01b\x02UNIQ_KEY\x01MINE\x02", map[string]string{"TAGS": "b"}, "MINE"},
+		{"TAGS\x01c\x02CLUSTER\x01theirs\x02", map[string]string{"TAGS": "c"}, ""},
+		{"TAGS\x01d", map[string]string{"TAGS": "d"}, ""},
+		{"\x02TAGS\x01e\x02__DELAY_SRC\x011:9\x02__TIMER_SRC\x015\x02", map[string]string{"TAGS": "e"}, ""},
+		{"", map[string]string{}, ""},
+	} {
+		req := sendV1("P", 0, nil, []byte("x"))
+		req.ExtFields["properties"] = tc.props
+		resp := e.invoke(req)
+		if resp.Code != remoting.Success {
+			t.Fatalf("%q: code %d %q", tc.props, resp.Code, resp.Remark)
+		}
+		e.waitDispatched("P", 0, int64(i+1))
+		pull := e.invoke(pullReq("g", "P", 0, int64(i), pullFlagSubscription, 0, "*"))
+		recs := decodeRecords(t, pull.Body)
+		if len(recs) != 1 {
+			t.Fatalf("%q: %d records", tc.props, len(recs))
+		}
+		got := recs[0].Properties
+		uniq := got[message.PropertyUniqClientMessageIDKeyIdx]
+		if (tc.uniq != "" && uniq != tc.uniq) || len(uniq) == 0 || resp.Ext("transactionId") != uniq {
+			t.Errorf("%q: UNIQ_KEY %q, transactionId %q", tc.props, uniq, resp.Ext("transactionId"))
+		}
+		if got[message.PropertyCluster] != "DefaultCluster" {
+			t.Errorf("%q: CLUSTER %q", tc.props, got[message.PropertyCluster])
+		}
+		for _, k := range []string{schedule.PropertyDelaySource, "__TIMER_SRC"} {
+			if _, ok := got[k]; ok {
+				t.Errorf("%q: marker %s stored", tc.props, k)
+			}
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%q: %s=%q, want %q", tc.props, k, got[k], v)
+			}
+		}
+		// UNIQ_KEY and the broker's CLUSTER, MSG_REGION and TRACE_ON.
+		if len(got) != len(tc.want)+4 {
+			t.Errorf("%q: stored %v", tc.props, got)
+		}
+		if recs[0].PropertiesLen > 0 && string(pull.Body[recs[0].PropertiesOffset+recs[0].PropertiesLen-1]) != "\x02" {
+			t.Errorf("%q: stored string does not end with the separator", tc.props)
+		}
 	}
 }

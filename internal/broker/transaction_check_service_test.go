@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"github.com/spoolmq/spool/internal/datapath"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,10 +90,10 @@ func putHalves(t testing.TB, e *testEnv, group string, n int, born int64) []stor
 		m := &message.Inner{Topic: "TXS", QueueID: int32(i % 4), Body: []byte("half body " + strconv.Itoa(i)),
 			Properties: props, SysFlag: message.TransactionPreparedType, BornTimestamp: born,
 			BornHost: e.b.storeHost, StoreHost: e.b.storeHost}
-		toHalfMessage(m)
+		datapath.ToHalfMessage(m)
 		m.PropertiesString = message.EncodeProperties(props)
 		wg.Add(1)
-		e.b.putMessage(m, func(r store.PutResult) {
+		e.b.data.PutMessage(m, func(r store.PutResult) {
 			if r.Status != store.PutOK {
 				failed.Add(1)
 			}

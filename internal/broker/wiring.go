@@ -4,10 +4,14 @@ import (
 	"log/slog"
 
 	"github.com/spoolmq/spool/internal/clock"
+	"github.com/spoolmq/spool/internal/datapath"
 	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/processor"
 	"github.com/spoolmq/spool/internal/schedule"
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/systopic"
+	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
 )
@@ -23,7 +27,7 @@ func metadataDeps(cfg *Config, configDir string, logger *slog.Logger, clk clock.
 		Logger:          logger,
 		BuiltinTopics:   systemTopics(cfg),
 		AutoCreateTopic: topicAutoCreate,
-		ValidateGroup:   validateGroup,
+		ValidateGroup:   systopic.ValidateGroup,
 		Clock:           clk,
 	}
 }
@@ -94,7 +98,7 @@ func transactionDeps(b *Broker, indexPath string) transaction.Deps {
 			}
 		},
 		WaitDispatch: func(quit <-chan struct{}) bool { return schedule.WaitStoreDispatch(b.store, quit) },
-		PutCode:      putStatusCode,
+		PutCode:      datapath.PutStatusCode,
 		StoreHost:    func() message.Addr { return b.storeHost },
 		Config: func() transaction.Config {
 			cfg := b.config()
@@ -122,7 +126,7 @@ func transactionDeps(b *Broker, indexPath string) transaction.Deps {
 func longPollDeps(b *Broker) longpoll.Deps {
 	return longpoll.Deps{
 		MaxOffset: func(topic string, queueID int32) int64 { return b.store.MaxOffsetInQueue(topic, queueID) },
-		Resume:    func(p *longpoll.Pull) { b.resumePull(p.Responder, p.Header.(*pullHeader)) },
+		Resume:    func(p *longpoll.Pull) { b.data.ResumeHeld(p) },
 	}
 }
 
@@ -150,9 +154,63 @@ func processorDeps(b *Broker) processor.Deps {
 		Clock:         b.clock,
 		Logger:        b.logger,
 		HoldRoute:     b.holdRoute,
-		ValidateTopic: validateTopic,
-		ValidateGroup: validateGroup,
+		ValidateTopic: systopic.ValidateTopic,
+		ValidateGroup: systopic.ValidateGroup,
 		IsSystemTopic: isSystemTopic,
 		RetryTopic:    retryTopic,
+	}
+}
+
+// dataConfig is the data path's view of the configuration.
+func dataConfig(cfg *Config, scfg *store.Config) *datapath.Config {
+	return &datapath.Config{
+		BrokerName:                      cfg.BrokerName,
+		BrokerClusterName:               cfg.BrokerClusterName,
+		BrokerPermission:                cfg.BrokerPermission,
+		AutoCreateTopicEnable:           cfg.AutoCreateTopicEnable,
+		AutoCreateSubscriptionGroup:     cfg.AutoCreateSubscriptionGroup,
+		RejectTransactionMessage:        cfg.RejectTransactionMessage,
+		RegionID:                        cfg.RegionID,
+		TraceOn:                         cfg.TraceOn,
+		StoreReplyMessageEnable:         cfg.StoreReplyMessageEnable,
+		TransactionTimeOut:              cfg.TransactionTimeOut,
+		EnablePropertyFilter:            cfg.EnablePropertyFilter,
+		LongPollingEnable:               cfg.LongPollingEnable,
+		ShortPollingTimeMills:           cfg.ShortPollingTimeMills,
+		ColdReadBytesPerSecond:          cfg.ColdReadBytesPerSecond,
+		BrokerFastFailureEnable:         cfg.BrokerFastFailureEnable,
+		MaxMessageSize:                  scfg.MaxMessageSize,
+		OSPageCacheBusyTimeOutMills:     scfg.OSPageCacheBusyTimeOutMills,
+		TransientStorePoolSize:          scfg.TransientStorePoolSize,
+		MaxTransferBytesOnMessageInDisk: scfg.MaxTransferBytesOnMessageInDisk,
+	}
+}
+
+// dataDeps is what the broker gives the data path.
+func dataDeps(b *Broker) datapath.Deps {
+	return datapath.Deps{
+		Store:       b.store,
+		Topics:      b.topics,
+		Groups:      b.groups,
+		Offsets:     b.offsets,
+		Consumers:   b.consumers,
+		Producers:   b.producers,
+		Locks:       b.locks,
+		Tx:          b.txCheck,
+		LongPoll:    b.longPoll,
+		Timers:      func() *timer.Service { return b.timers },
+		DelayLevels: b.delayLevels,
+		Config:      b.dataCfg.Load,
+		Clock:       b.clock,
+		Logger:      b.logger,
+		Addr:        func() string { return b.addr },
+		StoreHost:   func() message.Addr { return b.storeHost },
+		Stopping:    b.stopping,
+		HoldRoute:   b.holdRoute,
+		RouteWait:   b.routeWait,
+		CountPut:    b.stats.countPut,
+		CountGet:    b.stats.countGet,
+		ColdTake:    b.cold.take,
+		ColdCharge:  b.cold.charge,
 	}
 }

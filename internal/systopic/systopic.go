@@ -1,6 +1,7 @@
 // Package systopic owns the names of RocketMQ's system topics, groups and
-// topic prefixes (TopicValidator, MixAll in RocketMQ) and the rules that
-// classify a topic by its name. The broker, the store and the timer all
+// topic prefixes (TopicValidator, MixAll in RocketMQ), the rules that
+// classify a topic by its name and the rules for legal topic and group
+// names (ValidateTopic, ValidateGroup). The broker, the store and the timer all
 // need them, and each once spelled them on its own; they are wire- and
 // disk-visible vocabulary, so they live in one leaf that all three import,
 // not in any one of them.
@@ -14,7 +15,10 @@
 // it.
 package systopic
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // System topics.
 const (
@@ -100,3 +104,60 @@ func Retry(group string) string { return RetryPrefix + group }
 
 // DLQ is group's dead-letter topic.
 func DLQ(group string) string { return DLQPrefix + group }
+
+// Name limits of TopicValidator.
+const (
+	topicMaxLength      = 127
+	retryTopicMaxLength = 255
+	groupMaxLength      = 120
+)
+
+// validNameChars reports whether s uses only ^[%|a-zA-Z0-9_-]+$.
+func validNameChars(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '%', c == '|', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateTopic returns "" for a legal topic name, else the remark
+// RocketMQ answers with (INVALID_PARAMETER).
+func ValidateTopic(t string) string {
+	if strings.TrimSpace(t) == "" {
+		return "The specified topic is blank."
+	}
+	if !validNameChars(t) {
+		return fmt.Sprintf("The specified topic[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", t)
+	}
+	limit := topicMaxLength
+	if strings.HasPrefix(t, RetryPrefix) || strings.HasPrefix(t, DLQPrefix) {
+		limit = retryTopicMaxLength
+	}
+	if len(t) > limit {
+		return fmt.Sprintf("The specified topic is longer than topic max length %d.", limit)
+	}
+	return ""
+}
+
+// ValidateGroup returns "" for a legal group name, else a remark.
+func ValidateGroup(g string) string {
+	if strings.TrimSpace(g) == "" {
+		return "the specified group is blank"
+	}
+	if !validNameChars(g) {
+		return fmt.Sprintf("the specified group[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", g)
+	}
+	if len(g) > groupMaxLength {
+		return fmt.Sprintf("the specified group[%s] is longer than group max length %d", g, groupMaxLength)
+	}
+	return ""
+}

@@ -1,4 +1,4 @@
-package broker
+package datapath
 
 import (
 	"errors"
@@ -27,57 +27,57 @@ type sendTarget struct {
 	queueID int32
 }
 
-// handleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
+// HandleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
 // It answers validation failures at once; a message that reaches the store
 // is answered from the store's completion, so no worker waits for a flush.
-func (b *Broker) handleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
-	h, err := parseSendHeader(req, b.nowMillis)
+func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
+	h, err := parseSendHeader(req, d.nowMillis)
 	if err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
-	t, resp := b.checkSend(c, req, h)
+	t, resp := d.checkSend(c, req, h)
 	if resp != nil {
 		return transport.Respond(resp)
 	}
 	if req.Code == remoting.SendBatchMessage {
-		return b.sendBatch(c, req, t)
+		return d.sendBatch(c, req, t)
 	}
-	return b.sendSingle(c, req, t)
+	return d.sendSingle(c, req, t)
 }
 
 // checkSend runs the checks of RocketMQ's msgCheck: broker and topic
 // permission, topic name, auto-creation, queue id.
-func (b *Broker) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader) (*sendTarget, *remoting.Command) {
-	cfg := b.config()
-	if b.stopping() {
-		return nil, response(req, remoting.ServiceNotAvailable, "the broker is shutting down")
+func (d *Path) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader) (*sendTarget, *remoting.Command) {
+	cfg := d.config()
+	if d.stopping() {
+		return nil, remoting.NewResponse(req, remoting.ServiceNotAvailable, "the broker is shutting down")
 	}
 	if !metadata.IsWriteable(cfg.BrokerPermission) {
-		return nil, response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.addr))
+		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", d.addr()))
 	}
 	if r := validateTopic(h.topic); r != "" {
-		return nil, response(req, remoting.InvalidParameter, r)
+		return nil, remoting.NewResponse(req, remoting.InvalidParameter, r)
 	}
 	if isNotAllowedSendTopic(h.topic) {
-		return nil, response(req, remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.topic))
+		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.topic))
 	}
-	tc := b.topics.Find(h.topic)
+	tc := d.topics.Find(h.topic)
 	if tc == nil {
-		tc, _ = b.topics.CreateInSendMessage(h.topic, h.defaultTopic, int(h.defaultTopicQueueNums), 0, cfg.AutoCreateTopicEnable)
+		tc, _ = d.topics.CreateInSendMessage(h.topic, h.defaultTopic, int(h.defaultTopicQueueNums), 0, cfg.AutoCreateTopicEnable)
 		if tc == nil && isRetryTopic(h.topic) {
-			tc, _ = b.topics.CreateInSendBack(h.topic, 1, metadata.PermRead|metadata.PermWrite, 0)
+			tc, _ = d.topics.CreateInSendBack(h.topic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		}
 		if tc == nil {
-			return nil, response(req, remoting.TopicNotExist,
+			return nil, remoting.NewResponse(req, remoting.TopicNotExist,
 				fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL))
 		}
 	}
-	b.holdRoute(req, h.topic) // answered once a new topic is registered
+	d.holdRoute(req, h.topic) // answered once a new topic is registered
 	if !metadata.IsWriteable(tc.Perm) {
-		return nil, response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.topic))
+		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.topic))
 	}
 	if int(h.queueID) >= tc.QueueIDBound() {
-		return nil, response(req, remoting.InvalidParameter, fmt.Sprintf(
+		return nil, remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf(
 			"request queueId[%d] is illegal, topic:[%s] readQueueNums:[%d] writeQueueNums:[%d] Producer: %s",
 			h.queueID, h.topic, tc.ReadQueueNums, tc.WriteQueueNums, remoteString(c)))
 	}
@@ -96,23 +96,23 @@ func remoteString(c *transport.Conn) string {
 }
 
 // sendSingle stores one message (SEND_MESSAGE, SEND_MESSAGE_V2).
-func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarget) transport.Reply {
+func (d *Path) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarget) transport.Reply {
 	h := t.h
 	if !isRetryTopic(h.topic) {
 		if ps, ok := scanPlainProperties(h.properties); ok {
-			return b.sendPlain(c, req, t, ps)
+			return d.sendPlain(c, req, t, ps)
 		}
 	}
-	cfg := b.config()
+	cfg := d.config()
 	props := message.DecodeProperties(h.properties)
 	if props == nil {
 		props = map[string]string{}
 	}
 	stripMarkers(props)
-	m := b.innerFromSend(c, req, t)
+	m := d.innerFromSend(c, req, t)
 	m.Properties = props
 	if isRetryTopic(h.topic) {
-		if resp := b.retryToDLQ(req, h, m); resp != nil {
+		if resp := d.retryToDLQ(req, h, m); resp != nil {
 			return transport.Respond(resp)
 		}
 	}
@@ -126,38 +126,38 @@ func (b *Broker) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTar
 	m.TagsCode = message.TagsHashCode(props[message.PropertyTags])
 
 	if strings.EqualFold(props[message.PropertyTransactionPrepared], "true") &&
-		!(m.ReconsumeTimes > 0 && delayLevelOf(props) > 0) {
+		!(m.ReconsumeTimes > 0 && DelayLevelOf(props) > 0) {
 		if cfg.RejectTransactionMessage {
-			return transport.Respond(response(req, remoting.NoPermission,
-				fmt.Sprintf("the broker[%s] sending transaction message is forbidden", b.addr)))
+			return transport.Respond(remoting.NewResponse(req, remoting.NoPermission,
+				fmt.Sprintf("the broker[%s] sending transaction message is forbidden", d.addr())))
 		}
-		toHalfMessage(m)
-	} else if !b.applyDelay(m) {
-		if code, remark, refused := b.timerRefusal(props); refused {
-			return transport.Respond(response(req, code, remark))
+		ToHalfMessage(m)
+	} else if !d.ApplyDelay(m) {
+		if code, remark, refused := d.timerRefusal(props); refused {
+			return transport.Respond(remoting.NewResponse(req, code, remark))
 		}
 	}
-	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
+	if resp := d.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
 		return transport.Respond(resp)
 	}
 	m.PropertiesString = message.EncodeProperties(props)
-	return b.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx])
+	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx])
 }
 
 // putSingle stores a single message whose PropertiesString is final and
 // answers from the store's completion.
-func (b *Broker) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string) transport.Reply {
+func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string) transport.Reply {
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
-		return transport.Respond(response(req, remoting.MessageIllegal, fmt.Sprintf(
+		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
 	}
 	rs := c.Defer(req)
-	err := b.putMessage(m, func(r store.PutResult) {
-		b.stats.countPut(m.Topic, r)
-		b.replyLater(rs, b.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
+	err := d.PutMessage(m, func(r store.PutResult) {
+		d.countPut(m.Topic, r)
+		d.replyLater(rs, d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
 	})
 	if err != nil {
-		return transport.Respond(response(req, timer.ResponseCode(err), err.Error()))
+		return transport.Respond(remoting.NewResponse(req, timer.ResponseCode(err), err.Error()))
 	}
 	return transport.Later(rs)
 }
@@ -212,7 +212,7 @@ func writeProperty(sb *strings.Builder, name, value string) {
 
 // innerFromSend builds the message a single send (or reply) stores, from
 // its header, body and connection; the caller adds the properties.
-func (b *Broker) innerFromSend(c *transport.Conn, req *remoting.Command, t *sendTarget) *message.Inner {
+func (d *Path) innerFromSend(c *transport.Conn, req *remoting.Command, t *sendTarget) *message.Inner {
 	h := t.h
 	return &message.Inner{
 		Topic:          h.topic,
@@ -222,21 +222,21 @@ func (b *Broker) innerFromSend(c *transport.Conn, req *remoting.Command, t *send
 		SysFlag:        h.sysFlag,
 		BornTimestamp:  h.bornTimestamp,
 		BornHost:       message.AddrFromNet(c.RemoteAddr()),
-		StoreHost:      b.storeHost,
+		StoreHost:      d.storeHost(),
 		ReconsumeTimes: h.reconsumeTimes,
 	}
 }
 
 // sendPlain stores a single message whose properties need no rewriting
 // (see scanPlainProperties): no map is built.
-func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget, ps plainProperties) transport.Reply {
-	cfg := b.config()
-	m := b.innerFromSend(c, req, t)
+func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget, ps plainProperties) transport.Reply {
+	cfg := d.config()
+	m := d.innerFromSend(c, req, t)
 	m.TagsCode = message.TagsHashCode(ps.tags)
 	if t.tc.TopicFilterType == metadata.FilterMultiTag {
 		m.SysFlag |= message.SysFlagMultiTags
 	}
-	if resp := b.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
+	if resp := d.checkBodySize(req, m.SysFlag, m.Body); resp != nil {
 		return transport.Respond(resp)
 	}
 	addUniq := ps.uniq == ""
@@ -251,42 +251,42 @@ func (b *Broker) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarg
 	}
 	writeBrokerProperties(&sb, cfg)
 	m.PropertiesString = sb.String()
-	return b.putSingle(c, req, m, t.queueID, ps.uniq)
+	return d.putSingle(c, req, m, t.queueID, ps.uniq)
 }
 
 // retryToDLQ applies the retry-topic rules to a send to %RETRY%<group>:
 // the group must exist, and a message past its reconsume limit (or of a
 // group holding orderly locks) goes to %DLQ%<group>.
-func (b *Broker) retryToDLQ(req *remoting.Command, h *sendHeader, m *message.Inner) *remoting.Command {
-	cfg := b.config()
+func (d *Path) retryToDLQ(req *remoting.Command, h *sendHeader, m *message.Inner) *remoting.Command {
+	cfg := d.config()
 	group := strings.TrimPrefix(h.topic, retryGroupTopicPrefix)
-	sg := b.groups.FindOrCreate(group, cfg.AutoCreateSubscriptionGroup)
+	sg := d.groups.FindOrCreate(group, cfg.AutoCreateSubscriptionGroup)
 	if sg == nil {
-		return response(req, remoting.SubscriptionGroupNotExist,
+		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist,
 			fmt.Sprintf("subscription group not exist, %s %s", group, faqURL))
 	}
 	maxTimes := int32(sg.RetryMaxTimes)
 	if req.Version >= versionV3_4_9 && h.hasMaxReconsumeTimes {
 		maxTimes = h.maxReconsumeTimes
 	}
-	if m.ReconsumeTimes <= maxTimes && b.locks.IsLockAllExpired(group) {
+	if m.ReconsumeTimes <= maxTimes && d.locks.IsLockAllExpired(group) {
 		return nil
 	}
 	dlq := dlqTopic(group)
-	tc, _ := b.topics.CreateInSendBack(dlq, 1, metadata.PermRead|metadata.PermWrite, 0)
+	tc, _ := d.topics.CreateInSendBack(dlq, 1, metadata.PermRead|metadata.PermWrite, 0)
 	if tc == nil {
-		return response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", dlq))
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", dlq))
 	}
-	b.holdRoute(req, dlq)
+	d.holdRoute(req, dlq)
 	m.Topic = dlq
 	m.QueueID = 0
 	m.Properties[message.PropertyDelayTimeLevel] = "-1"
 	return nil
 }
 
-// toHalfMessage rewrites a prepared transactional message into the half
+// ToHalfMessage rewrites a prepared transactional message into the half
 // topic.
-func toHalfMessage(m *message.Inner) {
+func ToHalfMessage(m *message.Inner) {
 	p := m.Properties
 	p[message.PropertyRealTopic] = m.Topic
 	p[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
@@ -302,13 +302,13 @@ func toHalfMessage(m *message.Inner) {
 // checkBodySize refuses bodies over maxMessageSize; a zlib-compressed body
 // is measured inflated, so a compressible 5 MiB body is refused although its
 // compressed form is small.
-func (b *Broker) checkBodySize(req *remoting.Command, sysFlag int32, body []byte) *remoting.Command {
-	limit := b.storeConfig().MaxMessageSize
+func (d *Path) checkBodySize(req *remoting.Command, sysFlag int32, body []byte) *remoting.Command {
+	limit := d.config().MaxMessageSize
 	if limit <= 0 {
 		return nil
 	}
 	if len(body) > limit {
-		return response(req, remoting.MessageIllegal, fmt.Sprintf(
+		return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"message body size exceeded: %d bytes, maxMessageSize %d", len(body), limit))
 	}
 	if sysFlag&message.SysFlagCompressed == 0 {
@@ -321,39 +321,39 @@ func (b *Broker) checkBodySize(req *remoting.Command, sysFlag int32, body []byte
 	_, err := message.InflatedSize(body, limit)
 	switch {
 	case errors.Is(err, message.ErrInflatedTooLarge):
-		return response(req, remoting.MessageIllegal, fmt.Sprintf(
+		return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"message body size exceeded: the compressed body (%d bytes) inflates to more than maxMessageSize %d", len(body), limit))
 	case err != nil:
-		return response(req, remoting.MessageIllegal, fmt.Sprintf(
+		return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"the message is flagged compressed (sysFlag bit 0) but its body is not a valid zlib stream: %v", err))
 	}
 	return nil
 }
 
 // sendBatch stores a SEND_BATCH_MESSAGE as consecutive records of one queue.
-func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget) transport.Reply {
+func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget) transport.Reply {
 	h := t.h
 	if isRetryTopic(h.topic) {
-		return transport.Respond(response(req, remoting.MessageIllegal, "batch request does not support retry group "+h.topic))
+		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, "batch request does not support retry group "+h.topic))
 	}
 	if message.TransactionValue(h.sysFlag) != message.TransactionNotType {
-		return transport.Respond(response(req, remoting.MessageIllegal, "batch message does not support transaction"))
+		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, "batch message does not support transaction"))
 	}
-	if delayLevelOf(message.DecodeProperties(h.properties)) > 0 {
-		return transport.Respond(response(req, remoting.MessageIllegal, "batch message does not support delay level (DELAY)"))
+	if DelayLevelOf(message.DecodeProperties(h.properties)) > 0 {
+		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, "batch message does not support delay level (DELAY)"))
 	}
-	if limit := b.storeConfig().MaxMessageSize; limit > 0 && len(req.Body) > limit {
-		return transport.Respond(response(req, remoting.MessageIllegal, fmt.Sprintf(
+	if limit := d.config().MaxMessageSize; limit > 0 && len(req.Body) > limit {
+		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"message body size exceeded: batch body %d bytes, maxMessageSize %d", len(req.Body), limit)))
 	}
 	members, err := message.DecodeBatchBody(req.Body, 0)
 	if err != nil {
-		return transport.Respond(response(req, remoting.MessageIllegal, err.Error()))
+		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, err.Error()))
 	}
-	addBrokerPropertiesToBatch(members, b.config())
+	addBrokerPropertiesToBatch(members, d.config())
 	for i := range members {
 		if len(members[i].PropertiesString) > message.MaxPropertiesLen {
-			return transport.Respond(response(req, remoting.MessageIllegal, fmt.Sprintf(
+			return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 				"batch member %d: properties are %d bytes, more than the limit of %d", i, len(members[i].PropertiesString), message.MaxPropertiesLen)))
 		}
 	}
@@ -367,31 +367,31 @@ func (b *Broker) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarg
 		SysFlag:        sysFlag,
 		BornTimestamp:  h.bornTimestamp,
 		BornHost:       message.AddrFromNet(c.RemoteAddr()),
-		StoreHost:      b.storeHost,
+		StoreHost:      d.storeHost(),
 		ReconsumeTimes: h.reconsumeTimes,
 		Members:        members,
 	}
 	qid := t.queueID
 	rs := c.Defer(req)
-	b.store.PutMessages(batch, func(r store.PutResult) {
-		b.stats.countPut(h.topic, r)
+	d.store.PutMessages(batch, func(r store.PutResult) {
+		d.countPut(h.topic, r)
 		offs := r.Offsets
 		if len(offs) == 0 && r.Status == store.PutOK {
 			offs = []int64{r.WroteOffset}
 		}
-		b.replyLater(rs, b.sendResponse(req, r, qid, "", offs))
+		d.replyLater(rs, d.sendResponse(req, r, qid, "", offs))
 	})
 	return transport.Later(rs)
 }
 
 // sendResponse maps a put result to the send answer: code, remark and the
 // msgId/queueId/queueOffset/transactionId/MSG_REGION/TRACE_ON ext fields.
-func (b *Broker) sendResponse(req *remoting.Command, r store.PutResult, queueID int32, uniq string, offsets []int64) *remoting.Command {
-	code, remark := putStatusCode(r)
+func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID int32, uniq string, offsets []int64) *remoting.Command {
+	code, remark := PutStatusCode(r)
 	if r.Status == store.OSPageCacheBusy {
-		b.flow.pcSynchronized.Add(1)
+		d.flow.PCSynchronized.Add(1)
 	}
-	resp := response(req, code, remark)
+	resp := remoting.NewResponse(req, code, remark)
 	switch code {
 	case remoting.Success, remoting.FlushDiskTimeout, remoting.FlushSlaveTimeout, remoting.SlaveNotAvailable:
 	default:
@@ -401,18 +401,18 @@ func (b *Broker) sendResponse(req *remoting.Command, r store.PutResult, queueID 
 	switch len(offsets) {
 	case 0:
 	case 1:
-		msgID = message.OffsetMsgID(b.storeHost, offsets[0])
+		msgID = message.OffsetMsgID(d.storeHost(), offsets[0])
 	default:
 		var sb strings.Builder
 		for i, off := range offsets {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			sb.WriteString(message.OffsetMsgID(b.storeHost, off))
+			sb.WriteString(message.OffsetMsgID(d.storeHost(), off))
 		}
 		msgID = sb.String()
 	}
-	cfg := b.config()
+	cfg := d.config()
 	// Sized once for every key below: no growth while filling it.
 	ext := make(map[string]string, 6)
 	ext["msgId"] = msgID
@@ -427,8 +427,8 @@ func (b *Broker) sendResponse(req *remoting.Command, r store.PutResult, queueID 
 	return resp
 }
 
-// putStatusCode maps a store status to RocketMQ's response code.
-func putStatusCode(r store.PutResult) (int32, string) {
+// PutStatusCode maps a store status to RocketMQ's response code.
+func PutStatusCode(r store.PutResult) (int32, string) {
 	withRemark := func(def string) string {
 		if r.Remark != "" {
 			return r.Remark

@@ -1,4 +1,4 @@
-package broker
+package datapath
 
 import (
 	"encoding/json"
@@ -19,8 +19,8 @@ type offsetMovedEvent struct {
 
 // recordOffsetMoved stores an OFFSET_MOVED_EVENT message (fire and
 // forget; the pull is answered regardless).
-func (b *Broker) recordOffsetMoved(h *pullHeader, offsetNew int64) {
-	cfg := b.config()
+func (d *Path) recordOffsetMoved(h *pullHeader, offsetNew int64) {
+	cfg := d.config()
 	body, err := json.Marshal(&offsetMovedEvent{
 		ConsumerGroup: h.consumerGroup,
 		MessageQueue:  clients.MessageQueue{Topic: h.topic, BrokerName: cfg.BrokerName, QueueID: int(h.queueID)},
@@ -36,14 +36,14 @@ func (b *Broker) recordOffsetMoved(h *pullHeader, offsetNew int64) {
 		Body:             body,
 		Properties:       props,
 		PropertiesString: message.EncodeProperties(props),
-		BornTimestamp:    b.nowMillis(),
-		BornHost:         b.storeHost,
-		StoreHost:        b.storeHost,
+		BornTimestamp:    d.nowMillis(),
+		BornHost:         d.storeHost(),
+		StoreHost:        d.storeHost(),
 		TagsCode:         message.TagsHashCode(h.consumerGroup),
 	}
-	b.store.PutMessage(m, func(r store.PutResult) {
+	d.store.PutMessage(m, func(r store.PutResult) {
 		if r.Status != store.PutOK {
-			b.logger.Debug("store OFFSET_MOVED_EVENT", "status", int(r.Status), "remark", r.Remark)
+			d.logger.Debug("store OFFSET_MOVED_EVENT", "status", int(r.Status), "remark", r.Remark)
 		}
 	})
 }

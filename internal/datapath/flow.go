@@ -1,4 +1,4 @@
-package broker
+package datapath
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ type transientPool interface {
 	RemainTransientStoreBufferNumbs() int
 }
 
-// flowControl is the broker's admission and fast-failure policy on top of
+// Flow is the broker's admission and fast-failure policy on top of
 // the transport's bounds (executor queues, per-connection in-flight cap,
 // queued-body budget):
 //
@@ -44,38 +44,38 @@ type transientPool interface {
 //     window share coldReadBytesPerSecond.
 //
 // It counts every busy answer it gives, by kind.
-type flowControl struct {
-	b       *Broker
-	lockAge func() time.Duration // nil: the store does not tell
-	pool    func() int           // nil: no transient store pool
-	cold    coldReadBudget
+type Flow struct {
+	d          *Path
+	lockAge    func() time.Duration // nil: the store does not tell
+	pool       func() int           // nil: no transient store pool
+	coldTake   func(rate int64) (allow int64, wait time.Duration)
+	coldCharge func(n int64)
 
-	rejectPageCache atomic.Int64 // [REJECTREQUEST] put lock held too long
-	rejectPool      atomic.Int64 // [REJECTREQUEST] transient pool exhausted
-	pcSynchronized  atomic.Int64 // [PC_SYNCHRONIZED] answers to sends
-	pcBusyCleaned   atomic.Int64 // [PCBUSY_CLEAN_QUEUE] answers
-	coldHeld        atomic.Int64 // pulls held for the cold-read budget
-	coldRetried     atomic.Int64 // held pulls answered PULL_RETRY_IMMEDIATELY
-	coldLimited     atomic.Int64 // cold pulls served with a reduced byte limit
-	coldBytes       atomic.Int64 // bytes served by cold pulls
+	RejectPageCache atomic.Int64 // [REJECTREQUEST] put lock held too long
+	RejectPool      atomic.Int64 // [REJECTREQUEST] transient pool exhausted
+	PCSynchronized  atomic.Int64 // [PC_SYNCHRONIZED] answers to sends
+	PCBusyCleaned   atomic.Int64 // [PCBUSY_CLEAN_QUEUE] answers
+	ColdHeld        atomic.Int64 // pulls held for the cold-read budget
+	ColdRetried     atomic.Int64 // held pulls answered PULL_RETRY_IMMEDIATELY
+	ColdLimited     atomic.Int64 // cold pulls served with a reduced byte limit
+	ColdBytes       atomic.Int64 // bytes served by cold pulls
 }
 
-func newFlowControl(b *Broker) *flowControl {
-	f := &flowControl{b: b}
-	if a, ok := b.store.(putLockAger); ok {
+func newFlow(d *Path, take func(int64) (int64, time.Duration), charge func(int64)) *Flow {
+	f := &Flow{d: d, coldTake: take, coldCharge: charge}
+	if a, ok := d.store.(putLockAger); ok {
 		f.lockAge = a.PutLockHeldFor
 	}
-	if p, ok := b.store.(transientPool); ok {
+	if p, ok := d.store.(transientPool); ok {
 		f.pool = p.RemainTransientStoreBufferNumbs
 	}
-	f.cold.clock = b.clock
 	return f
 }
 
-// pageCacheBusy returns the put lock's current hold and whether it exceeds
+// PageCacheBusy returns the put lock's current hold and whether it exceeds
 // osPageCacheBusyTimeOutMills (RocketMQ's isOSPageCacheBusy).
-func (f *flowControl) pageCacheBusy() (held, limit time.Duration, busy bool) {
-	limit = millis(f.b.storeConfig().OSPageCacheBusyTimeOutMills)
+func (f *Flow) PageCacheBusy() (held, limit time.Duration, busy bool) {
+	limit = millis(f.d.config().OSPageCacheBusyTimeOutMills)
 	if f.lockAge == nil {
 		return 0, limit, false
 	}
@@ -83,53 +83,53 @@ func (f *flowControl) pageCacheBusy() (held, limit time.Duration, busy bool) {
 	return held, limit, held > limit
 }
 
-// remainTransientStoreBufferNumbs is RocketMQ's figure: the pool's free
+// RemainTransientStoreBufferNumbs is RocketMQ's figure: the pool's free
 // buffers, or MaxInt32 when there is no pool.
-func (f *flowControl) remainTransientStoreBufferNumbs() int {
+func (f *Flow) RemainTransientStoreBufferNumbs() int {
 	if f.pool == nil {
 		return math.MaxInt32
 	}
 	return f.pool()
 }
 
-// rejectSend is the send executor's admission check, run on the
+// RejectSend is the send executor's admission check, run on the
 // connection's reader before the request is queued.
-func (f *flowControl) rejectSend(_ *remoting.Command) string {
-	if held, limit, busy := f.pageCacheBusy(); busy {
-		f.rejectPageCache.Add(1)
+func (f *Flow) RejectSend(_ *remoting.Command) string {
+	if held, limit, busy := f.PageCacheBusy(); busy {
+		f.RejectPageCache.Add(1)
 		return fmt.Sprintf("[REJECTREQUEST]system busy, start flow control for a while, put lock held: %dms, limit osPageCacheBusyTimeOutMills: %dms",
 			held.Milliseconds(), limit.Milliseconds())
 	}
 	if f.pool != nil {
 		if left := f.pool(); left <= 0 {
-			f.rejectPool.Add(1)
+			f.RejectPool.Add(1)
 			return fmt.Sprintf("[REJECTREQUEST]system busy, start flow control for a while, transient store pool buffers left: %d, transientStorePoolSize: %d",
-				left, f.b.storeConfig().TransientStorePoolSize)
+				left, f.d.config().TransientStorePoolSize)
 		}
 	}
 	return ""
 }
 
-// cleanBusyQueue is one fast-failure pass: while the page cache is busy,
+// CleanBusyQueue is one fast-failure pass: while the page cache is busy,
 // every queued send is answered [PCBUSY_CLEAN_QUEUE] at once.
-func (f *flowControl) cleanBusyQueue() int {
-	if !f.b.config().BrokerFastFailureEnable || f.b.sendEx == nil || f.b.sendEx.QueueLen() == 0 {
+func (f *Flow) CleanBusyQueue() int {
+	if !f.d.config().BrokerFastFailureEnable || f.d.sendEx == nil || f.d.sendEx.QueueLen() == 0 {
 		return 0
 	}
-	held, limit, busy := f.pageCacheBusy()
+	held, limit, busy := f.PageCacheBusy()
 	if !busy {
 		return 0
 	}
-	n := f.b.sendEx.Drain(func(wait time.Duration, left int) string {
+	n := f.d.sendEx.Drain(func(wait time.Duration, left int) string {
 		return fmt.Sprintf("[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d, put lock held: %dms, limit osPageCacheBusyTimeOutMills: %dms",
 			wait.Milliseconds(), left, held.Milliseconds(), limit.Milliseconds())
 	})
-	f.pcBusyCleaned.Add(int64(n))
+	f.PCBusyCleaned.Add(int64(n))
 	return n
 }
 
-// run is the fast-failure loop.
-func (f *flowControl) run() {
+// Run is the fast-failure loop, until stop closes.
+func (f *Flow) Run(stop <-chan struct{}) {
 	if f.lockAge == nil {
 		return
 	}
@@ -137,10 +137,10 @@ func (f *flowControl) run() {
 	defer t.Stop()
 	for {
 		select {
-		case <-f.b.stop:
+		case <-stop:
 			return
 		case <-t.C:
-			f.cleanBusyQueue()
+			f.CleanBusyQueue()
 		}
 	}
 }
@@ -160,19 +160,19 @@ type coldDecision struct {
 // is skipped and the read is charged afterwards if the store reports it
 // went behind memory; below that the pull is checked first and, when cold,
 // read with what the bucket holds, or held when it holds nothing.
-func (f *flowControl) coldRead(h *pullHeader) coldDecision {
+func (f *Flow) coldRead(h *pullHeader) coldDecision {
 	d := coldDecision{maxBytes: h.maxMsgBytes}
-	rate := f.b.config().ColdReadBytesPerSecond
+	rate := f.d.config().ColdReadBytesPerSecond
 	if rate <= 0 {
 		d.checked = true
 		return d
 	}
-	allow, wait := f.cold.take(rate)
-	if wait == 0 && allow >= int64(f.b.storeConfig().MaxTransferBytesOnMessageInDisk) {
+	allow, wait := f.coldTake(rate)
+	if wait == 0 && allow >= int64(f.d.config().MaxTransferBytesOnMessageInDisk) {
 		return d
 	}
 	d.checked = true
-	st := f.b.store
+	st := f.d.store
 	if h.queueOffset >= st.MaxOffsetInQueue(h.topic, h.queueID) || st.CheckInMemByConsumeOffset(h.topic, h.queueID, h.queueOffset) {
 		return d
 	}
@@ -182,17 +182,17 @@ func (f *flowControl) coldRead(h *pullHeader) coldDecision {
 		return d
 	}
 	if allow < int64(h.maxMsgBytes) {
-		f.coldLimited.Add(1)
+		f.ColdLimited.Add(1)
 		d.maxBytes = int32(max(allow, 1))
 	}
 	return d
 }
 
 // afterColdRead charges the bytes a cold pull read.
-func (f *flowControl) afterColdRead(d coldDecision, res *store.GetResult) {
+func (f *Flow) afterColdRead(d coldDecision, res *store.GetResult) {
 	if d.cold || !d.checked && res.SuggestPullingFromSlave {
-		f.cold.charge(int64(res.BufferTotalSize))
-		f.coldBytes.Add(int64(res.BufferTotalSize))
+		f.coldCharge(int64(res.BufferTotalSize))
+		f.ColdBytes.Add(int64(res.BufferTotalSize))
 	}
 }
 
@@ -201,9 +201,9 @@ func (f *flowControl) afterColdRead(d coldDecision, res *store.GetResult) {
 // executor, without permission to be held again (an empty
 // PULL_RETRY_IMMEDIATELY answer if the budget is still spent). A pull
 // whose connection closed meanwhile is not run: the transport released it.
-func (b *Broker) holdColdPull(r *transport.Responder, h *pullHeader, wait time.Duration) {
-	b.flow.coldHeld.Add(1)
-	after := b.clock.After(wait)
+func (d *Path) holdColdPull(r *transport.Responder, h *pullHeader, wait time.Duration) {
+	d.flow.ColdHeld.Add(1)
+	after := d.clock.After(wait)
 	go func() {
 		<-after
 		select {
@@ -211,16 +211,16 @@ func (b *Broker) holdColdPull(r *transport.Responder, h *pullHeader, wait time.D
 			return
 		default:
 		}
-		b.resumePull(r, h)
+		d.resumePull(r, h)
 	}()
 }
 
 // coldRetryResponse answers a re-run pull that still finds the budget
 // spent: no messages, same offset, come back at once (the client's next
 // pull is held again, which paces it).
-func (b *Broker) coldRetryResponse(req *remoting.Command, h *pullHeader) *remoting.Command {
-	b.flow.coldRetried.Add(1)
-	resp := response(req, remoting.PullRetryImmediately, fmt.Sprintf(
-		"cold-read budget spent, coldReadBytesPerSecond: %d", b.config().ColdReadBytesPerSecond))
-	return b.withPullExt(h, resp)
+func (d *Path) coldRetryResponse(req *remoting.Command, h *pullHeader) *remoting.Command {
+	d.flow.ColdRetried.Add(1)
+	resp := remoting.NewResponse(req, remoting.PullRetryImmediately, fmt.Sprintf(
+		"cold-read budget spent, coldReadBytesPerSecond: %d", d.config().ColdReadBytesPerSecond))
+	return d.withPullExt(h, resp)
 }

@@ -1,28 +1,15 @@
-package broker
+package datapath
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/spoolmq/spool/internal/delaylevel"
 	"github.com/spoolmq/spool/message"
 )
 
-// parseDelayLevels parses messageDelayLevel with internal/delaylevel's
-// rule.
-func parseDelayLevels(s string) ([]time.Duration, error) {
-	levels, err := delaylevel.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	return levels, nil
-}
-
-// delayLevelOf returns the DELAY property as a level (0 when absent or not
+// DelayLevelOf returns the DELAY property as a level (0 when absent or not
 // a number).
-func delayLevelOf(props map[string]string) int {
+func DelayLevelOf(props map[string]string) int {
 	v, ok := props[message.PropertyDelayTimeLevel]
 	if !ok {
 		return 0
@@ -34,20 +21,20 @@ func delayLevelOf(props map[string]string) int {
 	return n
 }
 
-// applyDelay rewrites a message with DELAY > 0 into SCHEDULE_TOPIC_XXXX
+// ApplyDelay rewrites a message with DELAY > 0 into SCHEDULE_TOPIC_XXXX
 // (queue level-1, REAL_TOPIC/REAL_QID added, tag field = delivery time).
 // Half messages and rollbacks are left alone. It reports whether the
 // message was rewritten.
-func (b *Broker) applyDelay(m *message.Inner) bool {
+func (d *Path) ApplyDelay(m *message.Inner) bool {
 	t := message.TransactionValue(m.SysFlag)
 	if t != message.TransactionNotType && t != message.TransactionCommitType {
 		return false
 	}
-	level := delayLevelOf(m.Properties)
-	if level <= 0 || len(b.delayLevels) == 0 {
+	level := DelayLevelOf(m.Properties)
+	if level <= 0 || len(d.delayLevels) == 0 {
 		return false
 	}
-	level = min(level, len(b.delayLevels))
+	level = min(level, len(d.delayLevels))
 	m.Properties[message.PropertyDelayTimeLevel] = strconv.Itoa(level)
 	for _, k := range []string{message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS} {
 		delete(m.Properties, k)
@@ -57,7 +44,7 @@ func (b *Broker) applyDelay(m *message.Inner) bool {
 	m.Properties[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
 	m.Topic = topicSchedule
 	m.QueueID = int32(level - 1)
-	m.TagsCode = nowMillis() + b.delayLevels[level-1].Milliseconds()
+	m.TagsCode = d.nowMillis() + d.delayLevels[level-1].Milliseconds()
 	return true
 }
 

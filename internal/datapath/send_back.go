@@ -1,4 +1,4 @@
-package broker
+package datapath
 
 import (
 	"fmt"
@@ -13,11 +13,11 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// handleConsumerSendMsgBack re-stores a message a consumer failed to
+// HandleConsumerSendMsgBack re-stores a message a consumer failed to
 // consume: into %RETRY%<group> with a delay level (3 + reconsumeTimes when
 // the client leaves it to the broker), or into %DLQ%<group> once the
 // reconsume limit is reached or when the client asks (delayLevel < 0).
-func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Command) transport.Reply {
+func (d *Path) HandleConsumerSendMsgBack(c *transport.Conn, req *remoting.Command) transport.Reply {
 	r := processor.NewHeader(req)
 	offset := r.I64("offset", true, 0)
 	group := r.Str("group", true)
@@ -27,37 +27,37 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 	if r.Err() != nil {
 		return transport.Respond(badHeader(req, r.Err()))
 	}
-	cfg := b.config()
-	if b.stopping() {
-		return transport.Respond(response(req, remoting.ServiceNotAvailable, "the broker is shutting down"))
+	cfg := d.config()
+	if d.stopping() {
+		return transport.Respond(remoting.NewResponse(req, remoting.ServiceNotAvailable, "the broker is shutting down"))
 	}
-	sg := b.groups.FindOrCreate(group, cfg.AutoCreateSubscriptionGroup)
+	sg := d.groups.FindOrCreate(group, cfg.AutoCreateSubscriptionGroup)
 	if sg == nil {
-		return transport.Respond(response(req, remoting.SubscriptionGroupNotExist,
+		return transport.Respond(remoting.NewResponse(req, remoting.SubscriptionGroupNotExist,
 			fmt.Sprintf("subscription group not exist, %s %s", group, faqURL)))
 	}
 	if !metadata.IsWriteable(cfg.BrokerPermission) {
-		return transport.Respond(response(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.addr)))
+		return transport.Respond(remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", d.addr())))
 	}
 	if sg.RetryQueueNums <= 0 {
-		return transport.Respond(response(req, remoting.Success, ""))
+		return transport.Respond(remoting.NewResponse(req, remoting.Success, ""))
 	}
 	newTopic := retryTopic(group)
-	tc, _ := b.topics.CreateInSendBack(newTopic, sg.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
+	tc, _ := d.topics.CreateInSendBack(newTopic, sg.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
 	if tc == nil {
-		return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic)))
+		return transport.Respond(remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic)))
 	}
-	b.holdRoute(req, newTopic) // answered once a new retry topic is registered
+	d.holdRoute(req, newTopic) // answered once a new retry topic is registered
 	if !metadata.IsWriteable(tc.Perm) {
-		return transport.Respond(response(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", newTopic)))
+		return transport.Respond(remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", newTopic)))
 	}
-	rec, err := b.store.LookMessageByOffset(offset)
+	rec, err := d.store.LookMessageByOffset(offset)
 	if err != nil {
-		return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", offset, err)))
+		return transport.Respond(remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", offset, err)))
 	}
 	ext, err := message.DecodeRecord(rec)
 	if err != nil {
-		return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("decode message at offset %d: %v", offset, err)))
+		return transport.Respond(remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("decode message at offset %d: %v", offset, err)))
 	}
 	m := ext.ToInner()
 	props := m.Properties
@@ -73,11 +73,11 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 	if ext.ReconsumeTimes >= maxTimes || delayLevel < 0 {
 		newTopic = dlqTopic(group)
 		queueID = 0
-		dlq, _ := b.topics.CreateInSendBack(newTopic, 1, metadata.PermRead|metadata.PermWrite, 0)
+		dlq, _ := d.topics.CreateInSendBack(newTopic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		if dlq == nil {
-			return transport.Respond(response(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic)))
+			return transport.Respond(remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("topic[%s] not exist", newTopic)))
 		}
-		b.holdRoute(req, newTopic)
+		d.holdRoute(req, newTopic)
 		delete(props, message.PropertyDelayTimeLevel)
 	} else {
 		if delayLevel == 0 {
@@ -93,28 +93,28 @@ func (b *Broker) handleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comm
 	}
 	m.Topic = newTopic
 	m.QueueID = queueID
-	m.StoreHost = b.storeHost
+	m.StoreHost = d.storeHost()
 	m.ReconsumeTimes = ext.ReconsumeTimes + 1
 	m.PreparedTransactionOffset = 0
 	m.TagsCode = message.TagsHashCode(props[message.PropertyTags])
-	b.applyDelay(m)
+	d.ApplyDelay(m)
 	m.PropertiesString = message.EncodeProperties(props)
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
-		return transport.Respond(response(req, remoting.MessageIllegal, fmt.Sprintf(
+		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"the retried message's properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
 	}
 	rs := c.Defer(req)
-	b.store.PutMessage(m, func(r store.PutResult) {
-		b.stats.countPut(m.Topic, r)
+	d.store.PutMessage(m, func(r store.PutResult) {
+		d.countPut(m.Topic, r)
 		if r.Status == store.PutOK {
-			b.replyLater(rs, response(req, remoting.Success, ""))
+			d.replyLater(rs, remoting.NewResponse(req, remoting.Success, ""))
 			return
 		}
-		_, remark := putStatusCode(r)
+		_, remark := PutStatusCode(r)
 		if remark == "" {
 			remark = fmt.Sprintf("put status %d", r.Status)
 		}
-		b.replyLater(rs, response(req, remoting.SystemError, remark))
+		d.replyLater(rs, remoting.NewResponse(req, remoting.SystemError, remark))
 	})
 	return transport.Later(rs)
 }

@@ -1,12 +1,12 @@
-package broker
+package datapath
 
 import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/internal/processor"
-	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -36,7 +36,7 @@ func TestParseSendHeaderNames(t *testing.T) {
 		{remoting.SendBatchMessage, short},
 		{remoting.SendReplyMessageV2, short},
 	} {
-		h, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil), nowMillis)
+		h, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil), wallMillis)
 		if err != nil {
 			t.Fatalf("code %d: %v", tc.code, err)
 		}
@@ -45,7 +45,7 @@ func TestParseSendHeaderNames(t *testing.T) {
 		}
 	}
 	// Code 10 does not read short names.
-	if _, err := parseSendHeader(remoting.NewRequest(remoting.SendMessage, short, nil), nowMillis); err == nil ||
+	if _, err := parseSendHeader(remoting.NewRequest(remoting.SendMessage, short, nil), wallMillis); err == nil ||
 		!strings.Contains(err.Error(), "missing ext field producerGroup") {
 		t.Errorf("V1 code with short names: err %v", err)
 	}
@@ -53,7 +53,7 @@ func TestParseSendHeaderNames(t *testing.T) {
 
 func TestParseSendHeaderDefaultsAndErrors(t *testing.T) {
 	h, err := parseSendHeader(remoting.NewRequest(remoting.SendMessage,
-		map[string]string{"producerGroup": "pg", "topic": "T", "queueId": "0", "bornTimestamp": " "}, nil), nowMillis)
+		map[string]string{"producerGroup": "pg", "topic": "T", "queueId": "0", "bornTimestamp": " "}, nil), wallMillis)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestParseSendHeaderDefaultsAndErrors(t *testing.T) {
 		{remoting.SendMessageV2, map[string]string{"a": "pg", "b": "T", "e": "0", "g": "soon"}, `bornTimestamp (g)="soon" is not an integer`},
 		{remoting.SendMessageV2, map[string]string{"a": "pg", "b": "T"}, "missing ext field queueId (e)"},
 	} {
-		_, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil), nowMillis)
+		_, err := parseSendHeader(remoting.NewRequest(tc.code, tc.ext, nil), wallMillis)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want %q", tc.ext, err, tc.want)
 		}
@@ -104,63 +104,6 @@ func TestScanPlainProperties(t *testing.T) {
 	}
 }
 
-// Sends whose properties take the append path and sends that fall back to
-// the map store the same properties.
-func TestSendPropertiesStored(t *testing.T) {
-	e := startBroker(t, nil)
-	e.createTopic("P", 1)
-	for i, tc := range []struct {
-		props string
-		want  map[string]string
-		uniq  string // "" = the broker adds one
-	}{
-		{"TAGS\x01a\x02KEYS\x01k1\x02", map[string]string{"TAGS": "a", "KEYS": "k1"}, ""},
-		{"TAGS\x01b\x02UNIQ_KEY\x01MINE\x02", map[string]string{"TAGS": "b"}, "MINE"},
-		{"TAGS\x01c\x02CLUSTER\x01theirs\x02", map[string]string{"TAGS": "c"}, ""},
-		{"TAGS\x01d", map[string]string{"TAGS": "d"}, ""},
-		{"\x02TAGS\x01e\x02__DELAY_SRC\x011:9\x02__TIMER_SRC\x015\x02", map[string]string{"TAGS": "e"}, ""},
-		{"", map[string]string{}, ""},
-	} {
-		req := sendV1("P", 0, nil, []byte("x"))
-		req.ExtFields["properties"] = tc.props
-		resp := e.invoke(req)
-		if resp.Code != remoting.Success {
-			t.Fatalf("%q: code %d %q", tc.props, resp.Code, resp.Remark)
-		}
-		e.waitDispatched("P", 0, int64(i+1))
-		pull := e.invoke(pullReq("g", "P", 0, int64(i), pullFlagSubscription, 0, "*"))
-		recs := decodeRecords(t, pull.Body)
-		if len(recs) != 1 {
-			t.Fatalf("%q: %d records", tc.props, len(recs))
-		}
-		got := recs[0].Properties
-		uniq := got[message.PropertyUniqClientMessageIDKeyIdx]
-		if (tc.uniq != "" && uniq != tc.uniq) || len(uniq) == 0 || resp.Ext("transactionId") != uniq {
-			t.Errorf("%q: UNIQ_KEY %q, transactionId %q", tc.props, uniq, resp.Ext("transactionId"))
-		}
-		if got[message.PropertyCluster] != "DefaultCluster" {
-			t.Errorf("%q: CLUSTER %q", tc.props, got[message.PropertyCluster])
-		}
-		for _, k := range []string{schedule.PropertyDelaySource, "__TIMER_SRC"} {
-			if _, ok := got[k]; ok {
-				t.Errorf("%q: marker %s stored", tc.props, k)
-			}
-		}
-		for k, v := range tc.want {
-			if got[k] != v {
-				t.Errorf("%q: %s=%q, want %q", tc.props, k, got[k], v)
-			}
-		}
-		// UNIQ_KEY and the broker's CLUSTER, MSG_REGION and TRACE_ON.
-		if len(got) != len(tc.want)+4 {
-			t.Errorf("%q: stored %v", tc.props, got)
-		}
-		if recs[0].PropertiesLen > 0 && string(pull.Body[recs[0].PropertiesOffset+recs[0].PropertiesLen-1]) != "\x02" {
-			t.Errorf("%q: stored string does not end with the separator", tc.props)
-		}
-	}
-}
-
 func BenchmarkParseSendHeader(b *testing.B) {
 	v1 := sendV1("Bench", 0, map[string]string{"TAGS": "a", "UNIQ_KEY": "0123456789ABCDEF0123456789ABCDEF"}, nil)
 	short := map[string]string{}
@@ -172,7 +115,7 @@ func BenchmarkParseSendHeader(b *testing.B) {
 		b.Run(remoting.RequestName(req.Code), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := parseSendHeader(req, nowMillis); err != nil {
+				if _, err := parseSendHeader(req, wallMillis); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -198,4 +141,17 @@ func TestPlainDecimalMatchesStrconv(t *testing.T) {
 			t.Errorf("%q: i64 %d i32 %d, want %d %d", s, got64, got32, want64, want32)
 		}
 	}
+}
+
+// wallMillis is the wall clock in milliseconds.
+func wallMillis() int64 { return time.Now().UnixMilli() }
+
+// sendV1 builds a SEND_MESSAGE request with the Go client's header.
+func sendV1(topic string, queueID int, props map[string]string, body []byte) *remoting.Command {
+	return remoting.NewRequest(remoting.SendMessage, map[string]string{
+		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": strconv.Itoa(queueID), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10),
+		"flag": "0", "properties": message.EncodeProperties(props), "reconsumeTimes": "0", "unitMode": "false",
+		"maxReconsumeTimes": "0", "batch": "false",
+	}, body)
 }
