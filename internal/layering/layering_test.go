@@ -42,6 +42,7 @@ var allowed = map[string][]string{
 	"internal/schedule":          {"internal/corrupt", "internal/metadata", "internal/store", "message"},
 	"internal/auth":              {"internal/corrupt", "internal/vfs", "remoting"},
 	"internal/auth/aclv1":        {"internal/auth", "remoting"},
+	"internal/tlsconf":           {"internal/config", "internal/clock"},
 	"internal/broker":            {"*"},
 	"internal/testkit":           {"internal/clock", "internal/store"},
 	"internal/testkit/brokerkit": {"*"},
