@@ -31,13 +31,13 @@ func TestAuthDeadline(t *testing.T) {
 		t.Fatal("marked the wrong connection")
 	}
 	clk.Advance(30 * time.Second)
-	if !closedByPeer(late) {
+	if !closedByPeer(t, late) {
 		t.Fatal("the unauthenticated connection stayed open")
 	}
 	if _, err := aOK.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if closedByPeer(ok) {
+	if closedByPeer(t, ok) {
 		t.Fatal("the authenticated connection was closed")
 	}
 	if st := ln.Stats(); st.Refused[AuthDeadline] != 1 || st.Open != 1 {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -277,9 +278,17 @@ func dial(t *testing.T, ln net.Listener) net.Conn {
 	return nc
 }
 
-// closedByPeer reports whether the server closed nc (a read ends).
-func closedByPeer(nc net.Conn) bool {
+// closedByPeer reports whether the server closed nc: a read ends with
+// EOF or a reset. A connection the server keeps open and silent fails the
+// test after a generous bound instead of hanging it.
+func closedByPeer(t *testing.T, nc net.Conn) bool {
+	t.Helper()
+	_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	defer nc.SetReadDeadline(time.Time{})
 	_, err := nc.Read(make([]byte, 1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the connection stayed open and silent")
+	}
 	return err != nil
 }
 
@@ -299,7 +308,7 @@ func TestPerIPAndTotalLimits(t *testing.T) {
 			a1, a2 := <-accepted, <-accepted
 			defer a2.Close()
 			third := dial(t, ln)
-			if !closedByPeer(third) {
+			if !closedByPeer(t, third) {
 				t.Fatal("the third connection was not closed")
 			}
 			if st := ln.Stats(); st.Refused[c.reason] != 1 || st.Open != 2 {
@@ -313,7 +322,7 @@ func TestPerIPAndTotalLimits(t *testing.T) {
 			if _, err := a4.Write([]byte("x")); err != nil {
 				t.Fatal(err)
 			}
-			if closedByPeer(fourth) {
+			if closedByPeer(t, fourth) {
 				t.Fatal("the fourth connection was refused after a place was freed")
 			}
 		})
