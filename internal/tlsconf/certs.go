@@ -123,7 +123,7 @@ func loadKeyPair(certPath, keyPath, password string) (*tls.Certificate, error) {
 // decrypt.
 var ErrEncryptedPKCS8 = errors.New("encrypted PKCS#8 keys are not supported; " +
 	"write the key unencrypted (openssl pkcs8 -in key.pem -out key-plain.pem) " +
-	"or with PEM encryption (openssl rsa -aes256 / openssl ec -aes256)")
+	"or with the legacy PEM encryption (openssl rsa -aes256 -traditional, openssl ec -aes256)")
 
 // decryptKeyPEM returns the first private key block of data as
 // unencrypted PEM: as is when it is not encrypted, decrypted with

@@ -32,10 +32,12 @@
 //
 // Keys are PEM: PKCS#8, PKCS#1 (RSA) or SEC 1 (EC). A key encrypted with
 // the legacy PEM encryption ("Proc-Type: 4,ENCRYPTED", as `openssl rsa
-// -aes256` writes) is decrypted with keyPassword by the standard library.
-// An encrypted PKCS#8 key ("BEGIN ENCRYPTED PRIVATE KEY", what `openssl
-// pkcs8 -topk8` writes with a password) is refused with an error naming
-// the conversion: the standard library cannot decrypt it.
+// -aes256 -traditional` and `openssl ec -aes256` write) is decrypted with
+// keyPassword by the standard library. An encrypted PKCS#8 key ("BEGIN
+// ENCRYPTED PRIVATE KEY", what `openssl pkcs8 -topk8` and OpenSSL 3's
+// `openssl rsa -aes256` write, and what RocketMQ's own TLS guide makes)
+// is refused with an error naming the conversion: the standard library
+// cannot decrypt it.
 //
 // It imports internal/config (the .properties reader) and internal/clock
 // (the authentication deadline) only; it must not import the transport,
