@@ -1,9 +1,11 @@
 package tlsconf
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -149,6 +151,11 @@ func (l *Listener) refuse(r Refusal, remote net.Addr, err error) {
 	if err != nil {
 		args = append(args, "err", err)
 	}
+	if r == HandshakeFail && errors.Is(err, io.EOF) {
+		// Closed before its first byte: a port probe, not worth a warning.
+		l.cfg.Logger.Debug("remoting: connection closed", args...)
+		return
+	}
 	l.cfg.Logger.Warn("remoting: connection closed", args...)
 }
 
@@ -221,3 +228,35 @@ func (l *Listener) Stats() ListenerStats {
 // ErrPlainRefused is the first Read's error on an enforcing port when the
 // client did not start a TLS handshake.
 var ErrPlainRefused = errors.New("tlsconf: plain connection on a TLS-only port")
+
+// ListenerConfig returns the mode and, unless it is Disabled, the server
+// TLS configuration of c, for every listener of the process to share
+// (each sets its Name and limits on its copy).
+func (c Config) ListenerConfig(logger *slog.Logger) (ListenerConfig, error) {
+	lc := ListenerConfig{Mode: c.Mode, Logger: logger}
+	if c.Mode == Disabled {
+		return lc, nil
+	}
+	cfg, err := c.ServerTLS(logger)
+	if err != nil {
+		return ListenerConfig{}, err
+	}
+	lc.TLS = cfg
+	return lc, nil
+}
+
+// Listen opens a TCP listener on addr (keep-alive 30 s, as the
+// transport's Listen) and wraps it with lc.
+func Listen(addr string, lc ListenerConfig) (*Listener, error) {
+	nl := net.ListenConfig{KeepAlive: 30 * time.Second}
+	inner, err := nl.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("tlsconf: listen %s: %w", addr, err)
+	}
+	l, err := NewListener(inner, lc)
+	if err != nil {
+		inner.Close()
+		return nil, err
+	}
+	return l, nil
+}

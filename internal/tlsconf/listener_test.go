@@ -128,12 +128,33 @@ func TestTestModeDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, addr := startTransport(t, ListenerConfig{Mode: cfg.Mode, TLS: serverTLS(t, cfg)})
+	lc, err := cfg.ListenerConfig(nil)
+	if err != nil || lc.Mode != Permissive || lc.TLS == nil {
+		t.Fatalf("%+v %v", lc, err)
+	}
+	_, addr := startTransport(t, lc)
 	if err := invoke(t, addr, clientTLS(t, cfg)); err != nil {
 		t.Fatal(err)
 	}
 	if err := invoke(t, addr, nil); err != nil {
 		t.Fatal(err)
+	}
+	// A dialer of the defaults is plain (tls.enable follows enforcing).
+	if d, err := cfg.NewDialer(); err != nil || d.TLS != nil {
+		t.Fatalf("%+v %v", d, err)
+	}
+	cfg.ClientEnable = true
+	d, err := cfg.NewDialer()
+	if err != nil || d.TLS == nil || !d.TLS.InsecureSkipVerify {
+		t.Fatalf("%+v %v", d, err)
+	}
+	ln, err := Listen("127.0.0.1:0", ListenerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	if _, err := Listen("127.0.0.1:0", ListenerConfig{Mode: Enforcing}); err == nil {
+		t.Fatal("an enforcing listener without TLS was made")
 	}
 }
 
