@@ -141,8 +141,10 @@ func (c *Conn) Write(b []byte) (int, error) {
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)
-		c.closeErr = c.raw.Close()
+		// Released first, so that a peer that saw the close and dials
+		// again finds the place free.
 		c.l.release(c)
+		c.closeErr = c.raw.Close()
 	})
 	return c.closeErr
 }
