@@ -50,6 +50,7 @@ var allowed = map[string][]string{
 	"internal/controller/consensus": {"internal/controller/replicas"},
 	"internal/controller":           {"internal/clock", "internal/controller/replicas", "internal/controller/liveness", "internal/controller/consensus", "remoting", "remoting/transport"},
 	"internal/ha":                   {"internal/clock"},
+	"internal/tlsconf":              {"internal/config", "internal/clock"},
 	"internal/broker":               {"*"},
 	"internal/testkit":              {"internal/clock", "internal/store"},
 	"internal/testkit/faultproxy":   {},

@@ -28,6 +28,9 @@ type ClientConfig struct {
 	Serialize remoting.SerializeType
 	// Logger receives connection events (default: discard).
 	Logger *slog.Logger
+	// Dial opens a connection (e.g. with TLS); nil dials TCP with
+	// DialTimeout. The connection is ready for frames when it returns.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Client sends requests to servers, one connection per address, dialed on
@@ -102,8 +105,16 @@ func (cl *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 
 func (cl *Client) dial(ctx context.Context, addr string, e *clientConn) {
 	defer close(e.ready)
-	d := net.Dialer{Timeout: cl.cfg.DialTimeout, KeepAlive: 30 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	dial := cl.cfg.Dial
+	if dial == nil {
+		d := &net.Dialer{Timeout: cl.cfg.DialTimeout, KeepAlive: 30 * time.Second}
+		dial = d.DialContext
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cl.cfg.DialTimeout)
+		defer cancel()
+	}
+	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		e.err = fmt.Errorf("%w: %s: %w", ErrDial, addr, err)
 		cl.mu.Lock()
