@@ -91,6 +91,7 @@ func adminCmd() *cobra.Command {
 	cmd.AddCommand(a.brokerCommands()...)
 	cmd.AddCommand(a.namesrvCommands()...)
 	cmd.AddCommand(a.messageCommands()...)
+	cmd.AddCommand(a.offsetCommands()...)
 	return cmd
 }
 

@@ -188,6 +188,21 @@ func (f *adminFixture) groupCommandsTest(t *testing.T) {
 		}
 	}
 
+	if out, ok := f.refusedOrOK("INVOKE_BROKER_TO_RESET_OFFSET (222)", "resetOffsetByTime", "-g", "AdminG", "-t", "AdminT", "-s", "0"); ok {
+		f.columns("resetOffsetByTime", out, "#brokerName", "#queueId", "#offset")
+		f.columns("resetOffsetByTime", out, f.brokerName, "1", "0")
+	}
+	if out, ok := f.refusedOrOK("INVOKE_BROKER_TO_RESET_OFFSET (222)", "skipAccumulatedMessage", "-g", "AdminG", "-t", "AdminT"); ok {
+		f.columns("skipAccumulatedMessage", out, f.brokerName, "1", "2")
+	}
+	if out, ok := f.refusedOrOK("CLONE_GROUP_OFFSET (314)", "cloneGroupOffset", "-s", "AdminG", "-d", "ListG1", "-t", "AdminT"); ok {
+		f.contains("cloneGroupOffset", out, "clone group offset success. srcGroup[AdminG], destGroup=[ListG1], topic[AdminT]")
+	}
+	if out, ok := f.refusedOrOK("VIEW_BROKER_STATS_DATA (315)", "statsAll", "-t", "AdminT"); ok {
+		f.columns("statsAll", out, "#Topic", "#Consumer", "Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour", "#OutMsg24Hour")
+		f.contains("statsAll", out, "AdminT")
+	}
+
 	out = f.ok("deleteSubGroup", "-c", "DefaultCluster", "-g", "ListG2")
 	f.contains("deleteSubGroup", out, "delete subscription group [ListG2] from broker ["+f.addr+"] in cluster [DefaultCluster] success.",
 		"delete topic [%RETRY%ListG2] from cluster [DefaultCluster] success.")
