@@ -188,6 +188,10 @@ func (f *adminFixture) groupCommandsTest(t *testing.T) {
 		}
 	}
 
+	// No consumer of AdminG is online: a broker that answers 203 says so
+	// (CONSUMER_NOT_ONLINE), one that does not refuses the request.
+	f.refusedOrOK("GET_CONSUMER_CONNECTION_LIST (203)", "consumerStatus", "-g", "AdminG")
+	f.refusedOrOK("GET_CONSUMER_RUNNING_INFO (307)", "consumerStatus", "-g", "AdminG", "-s", "127.0.0.1@1")
 	if out, ok := f.refusedOrOK("INVOKE_BROKER_TO_RESET_OFFSET (222)", "resetOffsetByTime", "-g", "AdminG", "-t", "AdminT", "-s", "0"); ok {
 		f.columns("resetOffsetByTime", out, "#brokerName", "#queueId", "#offset")
 		f.columns("resetOffsetByTime", out, f.brokerName, "1", "0")

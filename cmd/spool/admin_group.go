@@ -18,7 +18,7 @@ import (
 
 func (a *admin) groupCommands() []*cobra.Command {
 	return []*cobra.Command{a.updateSubGroup(), a.deleteSubGroup(), a.updateSubGroupList(),
-		a.consumerProgress(), a.consumerConnection(), a.producerConnection()}
+		a.consumerProgress(), a.consumerConnection(), a.producerConnection(), a.consumerStatus()}
 }
 
 // groupConfigString is RocketMQ's SubscriptionGroupConfig.toString.
