@@ -83,7 +83,8 @@ func (a *admin) command(use, short string, shortOutput bool, run func(e *adminEn
 
 func adminCmd() *cobra.Command {
 	a := &admin{}
-	cmd := &cobra.Command{Use: "admin", Short: "administration through the remoting protocol, with mqadmin's command names"}
+	cmd := &cobra.Command{Use: "admin", Short: "administration through the remoting protocol, with mqadmin's command names",
+		SilenceUsage: true, SilenceErrors: true}
 	cmd.PersistentFlags().StringVarP(&a.namesrv, "namesrv", "n", "", "name server address(es), ';'-separated (default $NAMESRV_ADDR)")
 	cmd.AddCommand(a.legacyCommands()...)
 	cmd.AddCommand(a.topicCommands()...)

@@ -314,15 +314,21 @@ func (a *admin) consumerProgress() *cobra.Command {
 		qs := sortedQueues(cs.OffsetTable)
 		if e.jsonOut() {
 			type row struct {
-				adminbody.MessageQueue
-				adminbody.OffsetWrapper
-				Diff     int64 `json:"diff"`
-				Inflight int64 `json:"inflight"`
+				Topic          string `json:"topic"`
+				BrokerName     string `json:"brokerName"`
+				QueueID        int    `json:"queueId"`
+				BrokerOffset   int64  `json:"brokerOffset"`
+				ConsumerOffset int64  `json:"consumerOffset"`
+				PullOffset     int64  `json:"pullOffset"`
+				LastTimestamp  int64  `json:"lastTimestamp"`
+				Diff           int64  `json:"diff"`
+				Inflight       int64  `json:"inflight"`
 			}
 			rows := make([]row, 0, len(qs))
 			for _, q := range qs {
 				w := cs.OffsetTable[q]
-				rows = append(rows, row{q, w, w.BrokerOffset - w.ConsumerOffset, w.PullOffset - w.ConsumerOffset})
+				rows = append(rows, row{q.Topic, q.BrokerName, q.QueueID, w.BrokerOffset, w.ConsumerOffset, w.PullOffset,
+					w.LastTimestamp, w.BrokerOffset - w.ConsumerOffset, w.PullOffset - w.ConsumerOffset})
 			}
 			return e.printJSON(map[string]any{"group": group, "queues": rows, "consumeTps": float64(cs.ConsumeTps),
 				"diffTotal": cs.TotalDiff(), "inflightTotal": cs.InflightTotalDiff()})

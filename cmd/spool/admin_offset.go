@@ -64,12 +64,14 @@ func (e *adminEnv) printResetOffsets(offsets map[adminbody.MessageQueue]int64) e
 	qs := sortedQueues(adminbody.Map[adminbody.MessageQueue, int64](offsets))
 	if e.jsonOut() {
 		type row struct {
-			adminbody.MessageQueue
-			Offset int64 `json:"offset"`
+			Topic      string `json:"topic"`
+			BrokerName string `json:"brokerName"`
+			QueueID    int    `json:"queueId"`
+			Offset     int64  `json:"offset"`
 		}
 		rows := make([]row, 0, len(qs))
 		for _, q := range qs {
-			rows = append(rows, row{q, offsets[q]})
+			rows = append(rows, row{q.Topic, q.BrokerName, q.QueueID, offsets[q]})
 		}
 		return e.printJSON(rows)
 	}

@@ -365,13 +365,20 @@ func (a *admin) topicStatus() *cobra.Command {
 		}
 		qs := sortedQueues(st.OffsetTable)
 		if e.jsonOut() {
+			// Named fields: an embedded MessageQueue would lend the row
+			// its MarshalJSON.
 			type row struct {
-				adminbody.MessageQueue
-				adminbody.TopicOffset
+				Topic               string `json:"topic"`
+				BrokerName          string `json:"brokerName"`
+				QueueID             int    `json:"queueId"`
+				MinOffset           int64  `json:"minOffset"`
+				MaxOffset           int64  `json:"maxOffset"`
+				LastUpdateTimestamp int64  `json:"lastUpdateTimestamp"`
 			}
 			rows := make([]row, 0, len(qs))
 			for _, q := range qs {
-				rows = append(rows, row{q, st.OffsetTable[q]})
+				o := st.OffsetTable[q]
+				rows = append(rows, row{q.Topic, q.BrokerName, q.QueueID, o.MinOffset, o.MaxOffset, o.LastUpdateTimestamp})
 			}
 			return e.printJSON(rows)
 		}
