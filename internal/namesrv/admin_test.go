@@ -145,7 +145,13 @@ func TestNamesrvConfig(t *testing.T) {
 	update := func(body string) *remoting.Command {
 		return s.Handle(remoting.NewRequest(remoting.UpdateNamesrvConfig, nil, []byte(body)))
 	}
-	mustOK(t, update("enableAllTopicList=false\norderMessageEnable=true\n"))
+	mustOK(t, update("enableAllTopicList=false\norderMessageEnable=true\ndeleteTopicWithBrokerRegistration=true\n"))
+	s.mu.RLock()
+	deleting := s.routes.DeleteTopicWithBrokerRegistration
+	s.mu.RUnlock()
+	if !deleting {
+		t.Fatal("deleteTopicWithBrokerRegistration=true did not reach the route table")
+	}
 	props = getConfig(t, s)
 	if props["enableAllTopicList"] != "false" || props["orderMessageEnable"] != "true" {
 		t.Fatalf("after update: %v", props)
