@@ -124,6 +124,33 @@ func RequestName(code int32) string {
 	return strconv.Itoa(int(code))
 }
 
+// Name-server admin request codes (RocketMQ RequestCode): the queries and
+// changes mqadmin sends a name server.
+const (
+	WipeWritePermOfBroker        int32 = 205
+	GetTopicsByCluster           int32 = 224
+	GetSystemTopicListFromNs     int32 = 304
+	GetUnitTopicList             int32 = 311
+	GetHasUnitSubTopicList       int32 = 312
+	GetHasUnitSubUnunitTopicList int32 = 313
+	UpdateNamesrvConfig          int32 = 318
+	GetNamesrvConfig             int32 = 319
+	AddWritePermOfBroker         int32 = 327
+)
+
+func init() {
+	for code, name := range map[int32]string{
+		WipeWritePermOfBroker: "WIPE_WRITE_PERM_OF_BROKER", GetTopicsByCluster: "GET_TOPICS_BY_CLUSTER",
+		GetSystemTopicListFromNs: "GET_SYSTEM_TOPIC_LIST_FROM_NS", GetUnitTopicList: "GET_UNIT_TOPIC_LIST",
+		GetHasUnitSubTopicList:       "GET_HAS_UNIT_SUB_TOPIC_LIST",
+		GetHasUnitSubUnunitTopicList: "GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST",
+		UpdateNamesrvConfig:          "UPDATE_NAMESRV_CONFIG", GetNamesrvConfig: "GET_NAMESRV_CONFIG",
+		AddWritePermOfBroker: "ADD_WRITE_PERM_OF_BROKER",
+	} {
+		requestNames[code] = name
+	}
+}
+
 // Controller request codes (RocketMQ RequestCode, controller mode). The
 // Java names of 1001–1006 and 1012–1013 start with CONTROLLER_.
 const (

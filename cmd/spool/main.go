@@ -5,7 +5,7 @@
 //	spool namesrv      a name server
 //	spool broker       a broker registering with name servers
 //	spool controller   a controller of RocketMQ's controller mode (raft-replicated)
-//	spool admin        topic, group and page-cache administration
+//	spool admin        administration with mqadmin's commands (updateTopic, clusterList, ...)
 //	spool bench        load generator speaking the remoting protocol
 package main
 

@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"internal/store/index":          {"internal/corrupt", "internal/vfs", "internal/clock"},
 	"internal/store":                {"internal/corrupt", "internal/systopic", "internal/delaylevel", "message", "internal/vfs", "internal/clock", "internal/store/index", "internal/store/stats"},
 	"internal/timer":                {"internal/corrupt", "internal/systopic", "message", "remoting", "internal/vfs", "internal/clock", "internal/store", "internal/store/stats"},
-	"internal/namesrv":              {"internal/corrupt", "remoting", "remoting/transport", "internal/clock"},
+	"internal/namesrv":              {"internal/corrupt", "remoting", "remoting/transport", "internal/clock", "internal/config"},
 	"internal/metadata":             {"internal/clock", "internal/corrupt"},
 	"internal/adminbody":            {"internal/metadata", "internal/store/stats"},
 	"internal/brokerstats":          {"internal/clock"},

@@ -22,19 +22,28 @@ type Config struct {
 	// BrokerChannelExpiredTime is the heartbeat timeout (ms) applied to a
 	// registration that does not carry heartbeatTimeoutMillis; <= 0 means
 	// 120000. It is a constant in RocketMQ; Spool makes it configurable.
-	BrokerChannelExpiredTime int64 `prop:"brokerChannelExpiredTime"`
+	BrokerChannelExpiredTime int64 `prop:"brokerChannelExpiredTime" live:"true"`
 	// OrderMessageEnable adds orderTopicConf to routes from the
 	// ORDER_TOPIC_CONFIG KV namespace.
-	OrderMessageEnable bool `prop:"orderMessageEnable"`
+	OrderMessageEnable bool `prop:"orderMessageEnable" live:"true"`
 	// EnableAllTopicList allows GET_ALL_TOPIC_LIST_FROM_NAMESERVER.
-	EnableAllTopicList bool `prop:"enableAllTopicList"`
+	EnableAllTopicList bool `prop:"enableAllTopicList" live:"true"`
 	// ReturnOrderTopicConfigToBroker puts the ORDER_TOPIC_CONFIG namespace
 	// into REGISTER_BROKER answers.
-	ReturnOrderTopicConfigToBroker bool `prop:"returnOrderTopicConfigToBroker"`
+	ReturnOrderTopicConfigToBroker bool `prop:"returnOrderTopicConfigToBroker" live:"true"`
 	// DeleteTopicWithBrokerRegistration removes a broker's queue data for
 	// topics missing from its (master) registration.
-	DeleteTopicWithBrokerRegistration bool `prop:"deleteTopicWithBrokerRegistration"`
+	DeleteTopicWithBrokerRegistration bool `prop:"deleteTopicWithBrokerRegistration" live:"true"`
+	// EnableTopicList allows GET_TOPICS_BY_CLUSTER and the unit topic
+	// lists; when false they answer SYSTEM_ERROR "disable".
+	EnableTopicList bool `prop:"enableTopicList" live:"true"`
+	// ConfigBlackList names, ';'-separated, the keys UPDATE_NAMESRV_CONFIG
+	// refuses with NO_PERMISSION.
+	ConfigBlackList string `prop:"configBlackList"`
 }
+
+// DefaultConfigBlackList is RocketMQ 5.3's configBlackList.
+const DefaultConfigBlackList = "configBlackList;configStorePath;kvConfigPath"
 
 // KV namespace whose entries become routes' orderTopicConf and are returned
 // to brokers on registration.
@@ -56,5 +65,7 @@ func DefaultConfig() Config {
 		OrderMessageEnable:             false,
 		EnableAllTopicList:             true,
 		ReturnOrderTopicConfigToBroker: true,
+		EnableTopicList:                true,
+		ConfigBlackList:                DefaultConfigBlackList,
 	}
 }

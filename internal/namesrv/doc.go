@@ -66,6 +66,22 @@
 // registered over closes. A broker name with no address left disappears from
 // every topic; a topic with no broker name left disappears.
 //
+// # Admin requests
+//
+// WIPE_WRITE_PERM_OF_BROKER (header brokerName) clears the write bit of
+// that broker name's queue data in every topic, so routes stop offering
+// it to producers (draining a broker); ADD_WRITE_PERM_OF_BROKER sets the
+// perm back to 6 whatever it was, as RocketMQ does. They answer ext
+// wipeTopicCount / addTopicCount. The change lasts until the broker
+// registers a changed topic table (a new data version). GET_TOPICS_BY_CLUSTER
+// (header cluster) and the unit topic lists answer a TopicList, or
+// SYSTEM_ERROR "disable" without enableTopicList. GET_NAMESRV_CONFIG
+// answers every key as .properties text; UPDATE_NAMESRV_CONFIG applies a
+// .properties body to the keys tagged live, refusing a configBlackList key
+// with NO_PERMISSION "Can not update config in black list." and any other
+// key it cannot change with INVALID_PARAMETER, all or nothing, in memory
+// only.
+//
 // # KV-config file (kvConfigPath), RocketMQ's layout
 //
 //	{"configTable":{"<namespace>":{"<key>":"<value>", ...}, ...}}

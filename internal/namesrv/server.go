@@ -21,6 +21,7 @@ import (
 // answer; a goroutine scans for silent brokers, the transport reports
 // closed connections, and a persister writes the KV table.
 type Server struct {
+	cfgMu sync.RWMutex // guards cfg: UPDATE_NAMESRV_CONFIG changes its live keys
 	cfg   Config
 	log   *slog.Logger
 	clock clock.Clock
@@ -121,6 +122,15 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		remoting.GetKVConfig:                   s.getKVConfig,
 		remoting.DeleteKVConfig:                s.deleteKVConfig,
 		remoting.GetKVListByNamespace:          s.kvListByNamespace,
+		remoting.GetTopicsByCluster:            s.topicsByCluster,
+		remoting.WipeWritePermOfBroker:         s.wipeWritePermOfBroker,
+		remoting.AddWritePermOfBroker:          s.addWritePermOfBroker,
+		remoting.GetNamesrvConfig:              s.getNamesrvConfig,
+		remoting.UpdateNamesrvConfig:           s.updateNamesrvConfig,
+		remoting.GetSystemTopicListFromNs:      s.systemTopicList,
+		remoting.GetUnitTopicList:              s.unitTopicList,
+		remoting.GetHasUnitSubTopicList:        s.hasUnitSubTopicList,
+		remoting.GetHasUnitSubUnunitTopicList:  s.hasUnitSubUnunitTopicList,
 	}
 	if !s.noScanLoop {
 		go s.scanLoop(time.Duration(cfg.ScanNotActiveBrokerInterval) * time.Millisecond)
@@ -356,7 +366,7 @@ func (s *Server) registerBroker(c *transport.Conn, req *remoting.Command) *remot
 	if res.MasterAddr != "" {
 		resp.SetExt("masterAddr", res.MasterAddr)
 	}
-	if s.cfg.ReturnOrderTopicConfigToBroker {
+	if s.config().ReturnOrderTopicConfigToBroker {
 		s.kvMu.RLock()
 		m, ok := s.kv.Namespace(NamespaceOrderTopicConfig)
 		s.kvMu.RUnlock()
@@ -386,12 +396,13 @@ func (s *Server) decodeRegistration(req *remoting.Command) (Registration, error)
 	if r.BrokerID, err = intExt(req, "brokerId", true, 0); err != nil {
 		return r, err
 	}
-	timeout, err := intExt(req, "heartbeatTimeoutMillis", false, s.cfg.BrokerChannelExpiredTime)
+	expired := s.config().BrokerChannelExpiredTime
+	timeout, err := intExt(req, "heartbeatTimeoutMillis", false, expired)
 	if err != nil {
 		return r, err
 	}
 	if timeout <= 0 {
-		timeout = s.cfg.BrokerChannelExpiredTime
+		timeout = expired
 	}
 	r.Timeout = time.Duration(timeout) * time.Millisecond
 	r.EnableActingMaster = req.Ext("enableActingMaster") == "true"
@@ -491,7 +502,7 @@ func (s *Server) routeInfoByTopic(_ *transport.Conn, req *remoting.Command) *rem
 		return remoting.NewResponse(req, remoting.TopicNotExist,
 			"No topic route info in name server for the topic: "+topic)
 	}
-	if s.cfg.OrderMessageEnable {
+	if s.config().OrderMessageEnable {
 		s.kvMu.RLock()
 		route.OrderTopicConf, _ = s.kv.Get(NamespaceOrderTopicConfig, topic)
 		s.kvMu.RUnlock()
@@ -511,7 +522,7 @@ func (s *Server) brokerClusterInfo(_ *transport.Conn, req *remoting.Command) *re
 }
 
 func (s *Server) allTopicList(_ *transport.Conn, req *remoting.Command) *remoting.Command {
-	if !s.cfg.EnableAllTopicList {
+	if !s.config().EnableAllTopicList {
 		return remoting.NewResponse(req, remoting.SystemError, "disable")
 	}
 	s.mu.RLock()

@@ -70,9 +70,13 @@ type ClusterInfo struct {
 	ClusterAddrTable map[string][]string   `json:"clusterAddrTable"`
 }
 
-// TopicList is the GET_ALL_TOPIC_LIST_FROM_NAMESERVER answer body.
+// TopicList is the GET_ALL_TOPIC_LIST_FROM_NAMESERVER answer body (and
+// that of the other topic-list queries); BrokerAddr is set only by
+// GET_SYSTEM_TOPIC_LIST_FROM_NS, and absent otherwise as fastjson leaves a
+// null field out.
 type TopicList struct {
-	TopicList []string `json:"topicList"`
+	TopicList  []string `json:"topicList"`
+	BrokerAddr string   `json:"brokerAddr,omitempty"`
 }
 
 // KVTable is the GET_KVLIST_BY_NAMESPACE answer body and the
