@@ -83,6 +83,7 @@ type Broker struct {
 	locks     *clients.RebalanceLockManager
 	longPoll  *longpoll.Service
 	proc      *processor.Processor
+	admin     *processor.Admin
 	registrar *registrar
 	schedule  *schedule.Service
 	txCheck   transactionService
@@ -188,6 +189,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
 	b.flow = newFlowControl(b)
 	b.proc = processor.New(processorDeps(b))
+	b.admin = processor.NewAdmin(adminDeps(b))
 	b.server = transport.NewServer(transport.ServerConfig{
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,

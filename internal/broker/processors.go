@@ -90,6 +90,25 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig, admin)
 	reg(remoting.EvictPageCache, b.proc.HandleEvictPageCache, admin)
 
+	reg(remoting.GetTopicStatsInfo, b.admin.HandleGetTopicStatsInfo, admin)
+	reg(remoting.GetConsumeStats, b.admin.HandleGetConsumeStats, admin)
+	reg(remoting.GetBrokerConsumeStats, b.admin.HandleGetBrokerConsumeStats, admin)
+	reg(remoting.QueryConsumeTimeSpan, b.admin.HandleQueryConsumeTimeSpan, admin)
+	reg(remoting.QueryConsumeQueue, b.admin.HandleQueryConsumeQueue, admin)
+	reg(remoting.GetConsumerConnectionList, b.admin.HandleGetConsumerConnectionList, admin)
+	reg(remoting.GetProducerConnectionList, b.admin.HandleGetProducerConnectionList, admin)
+	reg(remoting.GetAllProducerInfo, b.admin.HandleGetAllProducerInfo, admin)
+	reg(remoting.GetTopicConfig, b.admin.HandleGetTopicConfig, admin)
+	reg(remoting.QueryTopicConsumeByWho, b.admin.HandleQueryTopicConsumeByWho, admin)
+	reg(remoting.QueryTopicsByConsumer, b.admin.HandleQueryTopicsByConsumer, admin)
+	reg(remoting.GetSystemTopicListFromBroker, b.admin.HandleGetSystemTopicListFromBroker, admin)
+	reg(remoting.GetAllConsumerOffset, b.admin.HandleGetAllConsumerOffset, admin)
+	reg(remoting.GetAllDelayOffset, b.admin.HandleGetAllDelayOffset, admin)
+	reg(remoting.UpdateAndCreateTopicList, b.admin.HandleUpdateAndCreateTopicList, admin)
+	reg(remoting.UpdateAndCreateSubscriptionGroupList, b.admin.HandleUpdateAndCreateSubscriptionGroupList, admin)
+	reg(remoting.CleanExpiredConsumeQueue, b.admin.HandleCleanExpiredConsumeQueue, admin)
+	reg(remoting.CleanUnusedTopic, b.admin.HandleCleanUnusedTopic, admin)
+
 	b.server.OnConnClose(b.onConnClose)
 }
 
