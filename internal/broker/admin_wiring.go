@@ -1,8 +1,14 @@
 package broker
 
 import (
+	"time"
+
 	"github.com/spoolmq/spool/internal/processor"
 )
+
+// adminRelayTimeout bounds a request relayed to a client (RocketMQ's
+// 10 s); tests shorten it.
+var adminRelayTimeout = 10 * time.Second
 
 // adminDeps is what the broker gives the operations requests.
 func adminDeps(b *Broker) processor.AdminDeps {
@@ -30,6 +36,7 @@ func adminDeps(b *Broker) processor.AdminDeps {
 			}
 			return out
 		},
+		RelayTimeout: adminRelayTimeout,
 		DelayOffsets: func() map[int32]int64 {
 			out := make(map[int32]int64)
 			for level := 1; level <= len(b.delayLevels); level++ {

@@ -108,6 +108,10 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.UpdateAndCreateSubscriptionGroupList, b.admin.HandleUpdateAndCreateSubscriptionGroupList, admin)
 	reg(remoting.CleanExpiredConsumeQueue, b.admin.HandleCleanExpiredConsumeQueue, admin)
 	reg(remoting.CleanUnusedTopic, b.admin.HandleCleanUnusedTopic, admin)
+	reg(remoting.InvokeBrokerToResetOffset, b.admin.HandleInvokeBrokerToResetOffset, admin)
+	reg(remoting.InvokeBrokerToGetConsumerStatus, b.admin.HandleInvokeBrokerToGetConsumerStatus, admin)
+	reg(remoting.GetConsumerRunningInfo, b.admin.HandleGetConsumerRunningInfo, admin)
+	reg(remoting.ConsumeMessageDirectly, b.admin.HandleConsumeMessageDirectly, admin)
 
 	b.server.OnConnClose(b.onConnClose)
 }

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spoolmq/spool/internal/adminbody"
 	"github.com/spoolmq/spool/internal/clients"
@@ -22,6 +23,8 @@ type AdminStore interface {
 	// MessageStoreTimeStamp is the store time of the message at a logical
 	// offset, or -1.
 	MessageStoreTimeStamp(topic string, queueID int32, offset int64) int64
+	OffsetInQueueByTime(topic string, queueID int32, timestamp int64) int64
+	LookMessageByOffset(commitLogOffset int64) ([]byte, error)
 	GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter store.MessageFilter) *store.GetResult
 	QueueIDs(topic string) []int32
 }
@@ -63,6 +66,10 @@ type AdminDeps struct {
 	// a topic, messages per second; nil reads 0.
 	PutTps func(topic string) float64
 	GetTps func(group, topic string) float64
+	// RelayTimeout bounds a request relayed to a client
+	// (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY,
+	// GET_CONSUMER_STATUS_FROM_CLIENT); 0 is RocketMQ's 10 s.
+	RelayTimeout time.Duration
 }
 
 // Admin holds the handlers of the operations requests; each Handle method
@@ -77,6 +84,9 @@ func NewAdmin(d AdminDeps) *Admin {
 		d.Logger = slog.Default()
 	}
 	d.Clock = clock.Or(d.Clock)
+	if d.RelayTimeout <= 0 {
+		d.RelayTimeout = defaultRelayTimeout
+	}
 	return &Admin{d: d}
 }
 
