@@ -104,6 +104,10 @@ var adminRequestNames = map[int32]string{
 // connected.
 const ConsumerNotOnline int32 = 206
 
+// ConsumeMsgTimeout (RocketMQ ResponseCode CONSUME_MSG_TIMEOUT) answers a
+// request relayed to a client that did not answer in time.
+const ConsumeMsgTimeout int32 = 207
+
 // Response codes (RocketMQ ResponseCode).
 const (
 	Success                   int32 = 0

@@ -89,7 +89,7 @@ func (fc *fakeConsumer) next(t *testing.T, code int32) *remoting.Command {
 }
 
 // An online group gets RESET_CONSUMER_CLIENT_OFFSET pushed oneway with
-// the offsets of the timestamp.
+// the offsets of the timestamp, and the offsets are committed.
 func TestResetOffsetOnline(t *testing.T) {
 	e := startBroker(t, nil)
 	e.createTopic("RL", 1)
@@ -123,14 +123,13 @@ func TestResetOffsetOnline(t *testing.T) {
 			}
 		}
 	}
-	// The client moves its own offsets: the broker's stay.
-	if got := e.b.offsets.Query("rlg", "RL", 0); got != 3 {
-		t.Errorf("committed offset %d, want 3 untouched", got)
+	if got := e.b.offsets.Query("rlg", "RL", 0); got != 0 {
+		t.Errorf("committed offset %d, want 0", got)
 	}
 }
 
-// A group with no client online has its offsets committed by the broker;
-// without isForce a reset only moves an offset back.
+// A group with no client online has its offsets committed; a queue id
+// with an offset resets that queue alone.
 func TestResetOffsetOffline(t *testing.T) {
 	e := startBroker(t, nil)
 	e.createTopic("RO", 2)
@@ -142,12 +141,12 @@ func TestResetOffsetOffline(t *testing.T) {
 	e.waitDispatched("RO", 1, 4)
 	e.commit("rog", "RO", 0, 1)
 	e.commit("rog", "RO", 1, 3)
-	reset := func(ts, force string) map[int]int64 {
+	reset := func(ext map[string]string) map[int]int64 {
 		t.Helper()
-		r := e.invoke(goRequest(remoting.InvokeBrokerToResetOffset, map[string]string{"topic": "RO", "group": "rog",
-			"timestamp": ts, "isForce": force}, nil))
+		ext["topic"], ext["group"] = "RO", "rog"
+		r := e.invoke(goRequest(remoting.InvokeBrokerToResetOffset, ext, nil))
 		if r.Code != remoting.Success {
-			t.Fatalf("code %d remark %q", r.Code, r.Remark)
+			t.Fatalf("%v: code %d remark %q", ext, r.Code, r.Remark)
 		}
 		var b javaResetOffsetBody
 		decodeJava(t, r.Body, &b)
@@ -157,28 +156,39 @@ func TestResetOffsetOffline(t *testing.T) {
 		}
 		return out
 	}
-	// -1 is the queues' end; without force the lower committed offsets stay.
-	if got := reset("-1", "false"); got[0] != 1 || got[1] != 3 {
-		t.Errorf("reset to the end without force: %v", got)
+	committed := func() [2]int64 {
+		return [2]int64{e.b.offsets.Query("rog", "RO", 0), e.b.offsets.Query("rog", "RO", 1)}
 	}
-	if got := reset("-1", "true"); got[0] != 4 || got[1] != 4 {
-		t.Errorf("forced reset to the end: %v", got)
+	// -1 is the queues' end.
+	if got := reset(map[string]string{"timestamp": "-1", "isForce": "false"}); got[0] != 4 || got[1] != 4 {
+		t.Errorf("reset to the end: %v", got)
 	}
-	if a, b := e.b.offsets.Query("rog", "RO", 0), e.b.offsets.Query("rog", "RO", 1); a != 4 || b != 4 {
-		t.Errorf("committed %d %d, want 4 4", a, b)
+	if c := committed(); c != [2]int64{4, 4} {
+		t.Errorf("committed %v, want [4 4]", c)
 	}
-	if got := reset("1", "false"); got[0] != 0 || got[1] != 0 {
+	// A time before the first message: the first offset.
+	if got := reset(map[string]string{"timestamp": "1", "isForce": "true"}); got[0] != 0 || got[1] != 0 {
 		t.Errorf("reset to before the first message: %v", got)
 	}
-	if a := e.b.offsets.Query("rog", "RO", 0); a != 0 {
-		t.Errorf("committed %d, want 0", a)
+	if c := committed(); c != [2]int64{0, 0} {
+		t.Errorf("committed %v, want [0 0]", c)
+	}
+	if got := reset(map[string]string{"timestamp": "0", "isForce": "true", "queueId": "1", "offset": "2"}); len(got) != 1 || got[1] != 2 {
+		t.Errorf("reset of queue 1 to 2: %v", got)
+	}
+	if c := committed(); c != [2]int64{0, 2} {
+		t.Errorf("committed %v, want [0 2]", c)
+	}
+	if r := e.invoke(goRequest(remoting.InvokeBrokerToResetOffset, map[string]string{"topic": "RO", "group": "rog",
+		"timestamp": "0", "isForce": "true", "queueId": "1", "offset": "9"}, nil)); r.Code != remoting.SystemError || r.Remark != "Target offset 9 not in consume queue range [0-4]" {
+		t.Errorf("offset out of range: code %d remark %q", r.Code, r.Remark)
 	}
 	if r := e.invoke(goRequest(remoting.InvokeBrokerToResetOffset, map[string]string{"topic": "RO", "group": "nobody",
-		"timestamp": "0", "isForce": "true"}, nil)); r.Code != remoting.SystemError || r.Remark != "THe consumer group <nobody> not exist" {
+		"timestamp": "0", "isForce": "true"}, nil)); r.Code != remoting.SubscriptionGroupNotExist || r.Remark != "Group nobody does not exist" {
 		t.Errorf("unknown group: code %d remark %q", r.Code, r.Remark)
 	}
 	if r := e.invoke(goRequest(remoting.InvokeBrokerToResetOffset, map[string]string{"topic": "Nope", "group": "rog",
-		"timestamp": "0", "isForce": "true"}, nil)); r.Code != remoting.SystemError || !strings.Contains(r.Remark, "no topic in this broker") {
+		"timestamp": "0", "isForce": "true"}, nil)); r.Code != remoting.TopicNotExist || r.Remark != "Topic Nope does not exist" {
 		t.Errorf("unknown topic: code %d remark %q", r.Code, r.Remark)
 	}
 	wantBadHeader(t, e, remoting.InvokeBrokerToResetOffset, map[string]string{"topic": "RO", "group": "rog", "timestamp": "0"}, "isForce")
@@ -268,7 +278,7 @@ func TestRelayToSilentClientIsBounded(t *testing.T) {
 	defer close(silent)
 	startFakeConsumerSilent(t, e, "c1", "rsg", "RS", silent)
 	r := e.invoke(goRequest(remoting.GetConsumerRunningInfo, map[string]string{"consumerGroup": "rsg", "clientId": "c1"}, nil))
-	if r.Code != remoting.SystemError || !strings.HasPrefix(r.Remark, "invoke consumer <rsg> <c1> Exception: ") {
+	if r.Code != remoting.ConsumeMsgTimeout || !strings.HasPrefix(r.Remark, "consumer <rsg> <c1> Timeout: ") {
 		t.Errorf("silent client: code %d remark %q", r.Code, r.Remark)
 	}
 }

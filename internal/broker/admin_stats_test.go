@@ -253,6 +253,18 @@ func TestGetConsumeStats(t *testing.T) {
 	if topics["CS"] != 2 || topics["CS2"] != 1 || len(topics) != 2 {
 		t.Errorf("all topics of the group: %v", topics)
 	}
+	// topicList (";"-separated) wins over topic.
+	r := e.invoke(goRequest(remoting.GetConsumeStats, map[string]string{"consumerGroup": "csg", "topic": "CS", "topicList": "CS2;"}, nil))
+	var listed javaConsumeStats
+	decodeJava(t, r.Body, &listed)
+	if len(listed.OffsetTable) != 1 {
+		t.Errorf("topicList CS2: %v", listed.OffsetTable)
+	}
+	for k := range listed.OffsetTable {
+		if mqKey(t, k).Topic != "CS2" {
+			t.Errorf("topicList CS2: %v", listed.OffsetTable)
+		}
+	}
 	wantBadHeader(t, e, remoting.GetConsumeStats, map[string]string{"topic": "CS"}, "consumerGroup")
 }
 
@@ -357,5 +369,8 @@ func TestQueryConsumeQueue(t *testing.T) {
 	if r := e.invoke(goRequest(remoting.QueryConsumeQueue, ext, nil)); r.Code != remoting.SystemError || r.Remark != "7@QC is not exist!" {
 		t.Errorf("missing queue: code %d remark %q", r.Code, r.Remark)
 	}
-	wantBadHeader(t, e, remoting.QueryConsumeQueue, map[string]string{"topic": "QC", "index": "0", "count": "1"}, "queueId")
+	wantBadHeader(t, e, remoting.QueryConsumeQueue, map[string]string{"queueId": "0", "index": "0", "count": "1"}, "topic")
+	if r := e.invoke(goRequest(remoting.QueryConsumeQueue, map[string]string{"topic": "QC", "queueId": "x"}, nil)); r.Code != remoting.InvalidParameter {
+		t.Errorf("malformed queueId: code %d remark %q", r.Code, r.Remark)
+	}
 }

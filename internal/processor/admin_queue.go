@@ -24,9 +24,11 @@ const maxQueryConsumeQueueCount = 1024
 func (a *Admin) HandleQueryConsumeQueue(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
 	topic := r.Str("topic", true)
-	queueID := r.I32("queueId", true, 0)
-	index := r.I64("index", true, 0)
-	count := r.I32("count", true, 0)
+	// queueId, index and count are Java ints without @CFNotNull: 0 when
+	// left out.
+	queueID := r.I32("queueId", false, 0)
+	index := r.I64("index", false, 0)
+	count := r.I32("count", false, 0)
 	group := r.Str("consumerGroup", false)
 	if r.Err() != nil {
 		return badHeader(req, r.Err())

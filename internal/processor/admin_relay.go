@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -16,19 +17,28 @@ import (
 // (RocketMQ's Broker2Client.callClient).
 const defaultRelayTimeout = 10 * time.Second
 
-// HandleInvokeBrokerToResetOffset answers INVOKE_BROKER_TO_RESET_OFFSET:
-// for every write queue of the topic the offset of the header's timestamp
-// (-1: the queue's end; a time before the first message lands on the
-// queue's first offset), kept at the committed offset when that is lower
-// unless isForce. An online group gets RESET_CONSUMER_CLIENT_OFFSET pushed
-// oneway to each of its clients, which move their own offsets; for a
-// group with no client online the offsets are committed here. The answer
-// carries the table (ResetOffsetBody).
+// statusTimeout is how long GET_CONSUMER_STATUS_FROM_CLIENT may take
+// (RocketMQ's Broker2Client.getConsumeStatus).
+const statusTimeout = 5 * time.Second
+
+// HandleInvokeBrokerToResetOffset answers INVOKE_BROKER_TO_RESET_OFFSET
+// as RocketMQ 5.3's broker does by default (useServerSideResetOffset):
+// the group's offsets of every read queue of the topic (or of queueId
+// only, to offset when the header has one) are moved to the offset of
+// the timestamp (negative: the queue's end; a time before the first
+// message lands on the queue's first offset) and committed here, isForce
+// notwithstanding. So that clients running now move at once (Spool's
+// pull path keeps no pending resets), RESET_CONSUMER_CLIENT_OFFSET with
+// the table is pushed oneway to every online client of the group, as
+// RocketMQ's client-side reset does. The answer carries the table
+// (ResetOffsetBody).
 func (a *Admin) HandleInvokeBrokerToResetOffset(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
 	topic := r.Str("topic", true)
 	group := r.Str("group", true)
 	ts := r.I64("timestamp", true, 0)
+	queueID := r.I32("queueId", false, -1)
+	offset := r.I64("offset", false, -1)
 	if !r.Has("isForce") && r.Err() == nil {
 		return badHeader(req, fmt.Errorf("%w: missing ext field isForce", ErrBadHeader))
 	}
@@ -38,35 +48,46 @@ func (a *Admin) HandleInvokeBrokerToResetOffset(c *transport.Conn, req *remoting
 	}
 	tc := a.d.Topics.Find(topic)
 	if tc == nil {
-		return response(req, remoting.SystemError, "[reset-offset] reset offset failed, no topic in this broker. topic="+topic)
+		return response(req, remoting.TopicNotExist, "Topic "+topic+" does not exist")
 	}
-	gi, online := a.d.Consumers.Group(group)
-	committed := a.d.Offsets.QueryAll(group, topic)
-	if !online && len(committed) == 0 && a.d.Groups.Find(group) == nil {
-		return response(req, remoting.SystemError, fmt.Sprintf("THe consumer group <%s> not exist", group))
+	if a.d.Groups.Find(group) == nil {
+		return response(req, remoting.SubscriptionGroupNotExist, "Group "+group+" does not exist")
+	}
+	byTime := func(q int32) int64 {
+		if ts < 0 {
+			return a.d.Store.MaxOffsetInQueue(topic, q)
+		}
+		return a.d.Store.OffsetInQueueByTime(topic, q, ts)
+	}
+	offsets := map[int32]int64{}
+	if queueID >= 0 {
+		if offset != -1 {
+			lo, hi := a.d.Store.MinOffsetInQueue(topic, queueID), a.d.Store.MaxOffsetInQueue(topic, queueID)
+			if (lo >= 0 && offset < lo) || offset > hi+1 {
+				return response(req, remoting.SystemError, fmt.Sprintf("Target offset %d not in consume queue range [%d-%d]", offset, lo, hi))
+			}
+			offsets[queueID] = offset
+		} else {
+			offsets[queueID] = max(byTime(queueID), 0)
+		}
+	} else {
+		for i := 0; i < tc.ReadQueueNums; i++ {
+			offsets[int32(i)] = max(byTime(int32(i)), 0)
+		}
+	}
+	if len(offsets) == 0 {
+		return response(req, remoting.SystemError, "No queues to reset.")
 	}
 	table := adminbody.Map[adminbody.MessageQueue, int64]{}
-	offsets := make(map[int32]int64, tc.WriteQueueNums)
-	for i := 0; i < tc.WriteQueueNums; i++ {
-		q := int32(i)
-		var off int64
-		if ts == -1 {
-			off = a.d.Store.MaxOffsetInQueue(topic, q)
-		} else {
-			off = a.d.Store.OffsetInQueueByTime(topic, q, ts)
-		}
-		off = max(off, 0)
-		if cur, ok := committed[q]; ok && !force && cur <= off {
-			off = cur
-		}
-		offsets[q] = off
-		table[a.mq(topic, i)] = off
+	for q, off := range offsets {
+		a.d.Offsets.Commit(group, topic, q, off)
+		table[a.mq(topic, int(q))] = off
 	}
-	if online {
-		body, err := adminbody.Marshal(&adminbody.ResetOffsetBody{OffsetTable: table})
-		if err != nil {
-			return response(req, remoting.SystemError, err.Error())
-		}
+	body, err := adminbody.Marshal(&adminbody.ResetOffsetBody{OffsetTable: table})
+	if err != nil {
+		return response(req, remoting.SystemError, err.Error())
+	}
+	if gi, online := a.d.Consumers.Group(group); online {
 		for _, ch := range gi.Channels {
 			push := remoting.NewRequest(remoting.ResetConsumerClientOffset, map[string]string{
 				"topic": topic, "group": group, "timestamp": strconv.FormatInt(ts, 10), "isForce": strconv.FormatBool(force),
@@ -76,12 +97,10 @@ func (a *Admin) HandleInvokeBrokerToResetOffset(c *transport.Conn, req *remoting
 				a.d.Logger.Warn("reset offset: push to client failed", "group", group, "client", ch.ClientID, "err", err)
 			}
 		}
-	} else {
-		for q, off := range offsets {
-			a.d.Offsets.Commit(group, topic, q, off)
-		}
 	}
-	return encoded(req, &adminbody.ResetOffsetBody{OffsetTable: table})
+	resp := response(req, remoting.Success, "")
+	resp.Body = body
+	return resp
 }
 
 // HandleInvokeBrokerToGetConsumerStatus answers
@@ -108,8 +127,8 @@ func (a *Admin) HandleInvokeBrokerToGetConsumerStatus(c *transport.Conn, req *re
 		if only != "" && only != ch.ClientID {
 			continue
 		}
-		ask := remoting.NewRequest(remoting.GetConsumerStatusFromClient, map[string]string{"topic": topic, "group": group, "clientAddr": only}, nil)
-		resp, err := a.call(ch.Conn, ask)
+		ask := remoting.NewRequest(remoting.GetConsumerStatusFromClient, map[string]string{"topic": topic, "group": group}, nil)
+		resp, err := a.call(ch.Conn, ask, min(a.d.RelayTimeout, statusTimeout))
 		if err != nil || resp.Code != remoting.Success || len(resp.Body) == 0 {
 			a.d.Logger.Warn("consumer status: client did not answer", "group", group, "client", ch.ClientID, "err", err)
 			continue
@@ -127,10 +146,10 @@ func (a *Admin) HandleInvokeBrokerToGetConsumerStatus(c *transport.Conn, req *re
 	return encoded(req, &out)
 }
 
-// call sends req to a client and waits at most RelayTimeout, less when
-// the connection closes first.
-func (a *Admin) call(conn *transport.Conn, req *remoting.Command) (*remoting.Command, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), a.d.RelayTimeout)
+// call sends req to a client and waits at most timeout, less when the
+// connection closes first.
+func (a *Admin) call(conn *transport.Conn, req *remoting.Command, timeout time.Duration) (*remoting.Command, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return conn.Invoke(ctx, req)
 }
@@ -143,7 +162,10 @@ func (a *Admin) relay(req *remoting.Command, group, clientID string, ext map[str
 		return response(req, remoting.SystemError, fmt.Sprintf("The Consumer <%s> <%s> not online", group, clientID))
 	}
 	fwd := remoting.NewRequest(req.Code, ext, body)
-	resp, err := a.call(conn, fwd)
+	resp, err := a.call(conn, fwd, a.d.RelayTimeout)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return response(req, remoting.ConsumeMsgTimeout, fmt.Sprintf("consumer <%s> <%s> Timeout: %v", group, clientID, err))
+	}
 	if err != nil {
 		return response(req, remoting.SystemError, fmt.Sprintf("invoke consumer <%s> <%s> Exception: %v", group, clientID, err))
 	}
@@ -176,8 +198,8 @@ func (a *Admin) HandleGetConsumerRunningInfo(c *transport.Conn, req *remoting.Co
 
 // HandleConsumeMessageDirectly answers CONSUME_MESSAGE_DIRECTLY: the
 // message named by msgId (an offset message id of this broker) is read
-// and sent with the request, its brokerName set to this broker's, to the
-// client named by clientId, whose answer (ConsumeMessageDirectlyResult)
+// and sent with the request, its brokerName set to this broker's and the
+// topic's and group's sysFlags added, to the client named by clientId, whose answer (ConsumeMessageDirectlyResult)
 // is passed back.
 func (a *Admin) HandleConsumeMessageDirectly(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
@@ -197,5 +219,13 @@ func (a *Admin) HandleConsumeMessageDirectly(c *transport.Conn, req *remoting.Co
 	}
 	ext := copyExt(req)
 	ext["brokerName"] = a.d.Config().BrokerName
+	if t := ext["topic"]; t != "" {
+		if tc := a.d.Topics.Find(t); tc != nil {
+			ext["topicSysFlag"] = strconv.Itoa(tc.TopicSysFlag)
+		}
+	}
+	if g := a.d.Groups.Find(group); g != nil {
+		ext["groupSysFlag"] = strconv.Itoa(g.GroupSysFlag)
+	}
 	return a.relay(req, group, clientID, ext, rec)
 }

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spoolmq/spool/internal/adminbody"
 	"github.com/spoolmq/spool/remoting"
@@ -74,22 +75,34 @@ func (a *Admin) subscribedElsewhere(group, topic string) bool {
 }
 
 // HandleGetConsumeStats answers GET_CONSUME_STATS: the group's progress
-// on the topic of the header, or on every topic it committed offsets of.
+// on the topics of topicList (";"-separated), else on the topic of the
+// header, else on every topic it committed offsets of; but for topicList,
+// a topic an online group does not subscribe to is left out.
 func (a *Admin) HandleGetConsumeStats(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
 	group := r.Str("consumerGroup", true)
 	topic := r.Str("topic", false)
+	topicList := r.Str("topicList", false)
 	if r.Err() != nil {
 		return badHeader(req, r.Err())
 	}
-	topics := []string{topic}
-	if topic == "" {
-		topics = a.topicsOfGroup(group)
+	var topics []string
+	for _, t := range strings.Split(topicList, ";") {
+		if t = strings.TrimSpace(t); t != "" {
+			topics = append(topics, t)
+		}
+	}
+	checkSub := len(topics) == 0
+	if checkSub {
+		topics = []string{topic}
+		if topic == "" {
+			topics = a.topicsOfGroup(group)
+		}
 	}
 	out := adminbody.ConsumeStats{OffsetTable: adminbody.Map[adminbody.MessageQueue, adminbody.OffsetWrapper]{}}
 	for _, t := range topics {
 		tc := a.d.Topics.Find(t)
-		if tc == nil || a.subscribedElsewhere(group, t) {
+		if tc == nil || (checkSub && a.subscribedElsewhere(group, t)) {
 			continue
 		}
 		st := a.consumeStats(group, t, tc.ReadQueueNums)
