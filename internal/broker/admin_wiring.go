@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/processor"
+	"github.com/spoolmq/spool/internal/systopic"
 )
 
 // adminRelayTimeout bounds a request relayed to a client (RocketMQ's
@@ -30,9 +31,26 @@ func adminDeps(b *Broker) processor.AdminDeps {
 		ValidateGroup: validateGroup,
 		IsSystemTopic: isSystemTopic,
 		SystemTopics: func() []string {
+			// RocketMQ's TopicValidator set: its fixed names and the
+			// system topics the broker created.
+			seen := map[string]bool{}
 			var out []string
+			add := func(t string) {
+				if !seen[t] {
+					seen[t] = true
+					out = append(out, t)
+				}
+			}
+			for _, t := range []string{systopic.AutoCreate, systopic.Schedule, systopic.Benchmark, systopic.TransHalf,
+				systopic.TraceDefault, systopic.TransOpHalf, systopic.TransCheckMax, systopic.SelfTest,
+				systopic.OffsetMovedEvent, "CHECKPOINT_TOPIC"} {
+				add(t)
+			}
 			for _, tc := range systemTopics(b.config()) {
-				out = append(out, tc.TopicName)
+				add(tc.TopicName)
+			}
+			if b.timers != nil {
+				add(systopic.WheelTimer)
 			}
 			return out
 		},

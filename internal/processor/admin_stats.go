@@ -9,8 +9,8 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// HandleGetTopicStatsInfo answers GET_TOPIC_STATS_INFO: every write queue
-// of the topic with its min and max offset and the store time of its last
+// HandleGetTopicStatsInfo answers GET_TOPIC_STATS_INFO: every queue of
+// the topic (the larger of its read and write queue counts) with its min and max offset and the store time of its last
 // message (TopicStatsTable).
 func (a *Admin) HandleGetTopicStatsInfo(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
@@ -24,7 +24,7 @@ func (a *Admin) HandleGetTopicStatsInfo(c *transport.Conn, req *remoting.Command
 	}
 	out := adminbody.TopicStatsTable{OffsetTable: adminbody.Map[adminbody.MessageQueue, adminbody.TopicOffset]{},
 		TopicPutTps: adminbody.Double(a.putTps(topic))}
-	for i := 0; i < tc.WriteQueueNums; i++ {
+	for i := 0; i < max(tc.WriteQueueNums, tc.ReadQueueNums); i++ {
 		q := int32(i)
 		o := adminbody.TopicOffset{
 			MinOffset: max(a.d.Store.MinOffsetInQueue(topic, q), 0),
@@ -42,15 +42,20 @@ func (a *Admin) HandleGetTopicStatsInfo(c *transport.Conn, req *remoting.Command
 // (ConsumeStats): the queue's end, the committed offset, the pull offset
 // (Spool keeps no pull offsets apart from the committed ones, so it is the
 // committed offset) and the store time of the last consumed message.
-func (a *Admin) consumeStats(group, topic string, readQueues int) adminbody.ConsumeStats {
+//
+// GET_BROKER_CONSUME_STATS walks the write queues and leaves pullOffset
+// 0, as RocketMQ does (withPull false).
+func (a *Admin) consumeStats(group, topic string, queues int, withPull bool) adminbody.ConsumeStats {
 	st := adminbody.ConsumeStats{OffsetTable: adminbody.Map[adminbody.MessageQueue, adminbody.OffsetWrapper]{}}
-	for i := 0; i < readQueues; i++ {
+	for i := 0; i < queues; i++ {
 		q := int32(i)
 		w := adminbody.OffsetWrapper{
 			BrokerOffset:   max(a.d.Store.MaxOffsetInQueue(topic, q), 0),
 			ConsumerOffset: max(a.d.Offsets.Query(group, topic, q), 0),
 		}
-		w.PullOffset = w.ConsumerOffset
+		if withPull {
+			w.PullOffset = w.ConsumerOffset
+		}
 		if w.ConsumerOffset > 0 {
 			if ts := a.d.Store.MessageStoreTimeStamp(topic, q, w.ConsumerOffset-1); ts > 0 {
 				w.LastTimestamp = ts
@@ -105,7 +110,7 @@ func (a *Admin) HandleGetConsumeStats(c *transport.Conn, req *remoting.Command) 
 		if tc == nil || (checkSub && a.subscribedElsewhere(group, t)) {
 			continue
 		}
-		st := a.consumeStats(group, t, tc.ReadQueueNums)
+		st := a.consumeStats(group, t, tc.ReadQueueNums, true)
 		for mq, w := range st.OffsetTable {
 			out.OffsetTable[mq] = w
 		}
@@ -116,8 +121,8 @@ func (a *Admin) HandleGetConsumeStats(c *transport.Conn, req *remoting.Command) 
 
 // HandleGetBrokerConsumeStats answers GET_BROKER_CONSUME_STATS: for every
 // subscription group, its progress on each topic it committed offsets of
-// (only ordered topics when isOrder), with the sum of the lags
-// (ConsumeStatsList).
+// (only ordered topics when isOrder), every group listed even with none,
+// with the sum of the lags (ConsumeStatsList).
 func (a *Admin) HandleGetBrokerConsumeStats(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	r := NewHeader(req)
 	if !r.Has("isOrder") {
@@ -132,20 +137,18 @@ func (a *Admin) HandleGetBrokerConsumeStats(c *transport.Conn, req *remoting.Com
 	sortStrings(groups)
 	out := adminbody.ConsumeStatsList{BrokerAddr: a.d.Config().BrokerAddr, ConsumeStatsList: adminbody.List[map[string]adminbody.List[adminbody.ConsumeStats]]{}}
 	for _, g := range groups {
-		var list adminbody.List[adminbody.ConsumeStats]
+		list := adminbody.List[adminbody.ConsumeStats]{}
 		for _, t := range a.topicsOfGroup(g) {
 			tc := a.d.Topics.Find(t)
 			if tc == nil || (isOrder && !tc.Order) || a.subscribedElsewhere(g, t) {
 				continue
 			}
-			st := a.consumeStats(g, t, tc.ReadQueueNums)
+			st := a.consumeStats(g, t, tc.WriteQueueNums, false)
 			out.TotalDiff += st.TotalDiff()
 			out.TotalInflightDiff += st.InflightTotalDiff()
 			list = append(list, st)
 		}
-		if len(list) > 0 {
-			out.ConsumeStatsList = append(out.ConsumeStatsList, map[string]adminbody.List[adminbody.ConsumeStats]{g: list})
-		}
+		out.ConsumeStatsList = append(out.ConsumeStatsList, map[string]adminbody.List[adminbody.ConsumeStats]{g: list})
 	}
 	return encoded(req, &out)
 }
