@@ -89,20 +89,14 @@ func TestAdminWithGoClient(t *testing.T) {
 		t.Errorf("producer connection: code %d %+v", r.Code, pc)
 	}
 
-	// Shutting down persists the consumer's offsets; then 4 more arrive.
-	if err := c.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-	send(4)
-	var produced, committed int64
-	waitFor(t, "the consume stats to show 10 produced and 6 committed", func() bool {
+	// stats sums GET_CONSUME_STATS over the topic's queues.
+	stats := func() (produced, committed int64) {
 		r := e.invoke(goRequest(remoting.GetConsumeStats, map[string]string{"consumerGroup": "CID_LAG", "topic": "GoLag"}, nil))
 		if r.Code != remoting.Success {
 			t.Fatalf("consume stats: code %d remark %q", r.Code, r.Remark)
 		}
 		var cs javaConsumeStats
 		decodeJava(t, r.Body, &cs)
-		produced, committed = 0, 0
 		for k, w := range cs.OffsetTable {
 			if mqKey(t, k).Topic != "GoLag" {
 				t.Fatalf("queue of another topic: %s", k)
@@ -110,8 +104,30 @@ func TestAdminWithGoClient(t *testing.T) {
 			produced += w.BrokerOffset
 			committed += w.ConsumerOffset
 		}
-		return produced == 10 && committed == 6
+		return produced, committed
+	}
+	// The client commits its offsets every 5 s.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if p, c := stats(); p == 6 && c == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			p, c := stats()
+			t.Fatalf("the consumer did not commit its 6 messages: produced %d, committed %d", p, c)
+		}
+	}
+	if err := c.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	send(4)
+	var produced, committed int64
+	waitFor(t, "the consume stats to show 10 produced", func() bool {
+		produced, committed = stats()
+		return produced == 10
 	})
+	if committed != 6 {
+		t.Errorf("committed %d, want 6", committed)
+	}
 	if lag := produced - committed; lag != 4 {
 		t.Errorf("lag %d, want 4", lag)
 	}
