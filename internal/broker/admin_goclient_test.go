@@ -16,8 +16,10 @@ import (
 )
 
 // With the official Go client producing and consuming, GET_CONSUME_STATS
-// gives produced - committed = lag, and GET_CONSUMER_CONNECTION_LIST and
-// GET_PRODUCER_CONNECTION_LIST name the clients.
+// gives produced - committed = lag, GET_CONSUMER_CONNECTION_LIST and
+// GET_PRODUCER_CONNECTION_LIST name the clients, and the client follows
+// the RESET_CONSUMER_CLIENT_OFFSET that INVOKE_BROKER_TO_RESET_OFFSET
+// pushes to it.
 func TestAdminWithGoClient(t *testing.T) {
 	rlog.SetLogLevel("fatal")
 	e, ns := startBrokerWithNamesrv(t)
@@ -114,6 +116,26 @@ func TestAdminWithGoClient(t *testing.T) {
 		if time.Now().After(deadline) {
 			p, c := stats()
 			t.Fatalf("the consumer did not commit its 6 messages: produced %d, committed %d", p, c)
+		}
+	}
+	// A reset to before the first message, pushed to the running client,
+	// makes it consume the 6 again.
+	r = e.invoke(goRequest(remoting.InvokeBrokerToResetOffset, map[string]string{"topic": "GoLag", "group": "CID_LAG",
+		"timestamp": "0", "isForce": "true"}, nil))
+	if r.Code != remoting.Success {
+		t.Fatalf("reset: code %d remark %q", r.Code, r.Remark)
+	}
+	for deadline := time.Now().Add(30 * time.Second); got.Load() < 12; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the reset the client consumed %d messages, want 12", got.Load())
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, c := stats(); c == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client did not commit its 6 messages again after the reset")
 		}
 	}
 	if err := c.Shutdown(); err != nil {
