@@ -15,57 +15,109 @@ import (
 	"github.com/spoolmq/spool/remoting"
 )
 
-// With the official Go client producing and consuming, GET_CONSUME_STATS
-// gives produced - committed = lag, GET_CONSUMER_CONNECTION_LIST and
-// GET_PRODUCER_CONNECTION_LIST name the clients, and the client follows
-// the RESET_CONSUMER_CLIENT_OFFSET that INVOKE_BROKER_TO_RESET_OFFSET
-// pushes to it.
-func TestAdminWithGoClient(t *testing.T) {
+// goClientRig is a broker with a name server, an official Go producer of
+// PID_LAG and an official Go push consumer of CID_LAG on topic GoLag.
+type goClientRig struct {
+	t *testing.T
+	e *testEnv
+	p interface {
+		SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
+	}
+	c        interface{ Shutdown() error }
+	consumed atomic.Int64
+}
+
+func startGoClientRig(t *testing.T) *goClientRig {
 	rlog.SetLogLevel("fatal")
-	e, ns := startBrokerWithNamesrv(t)
-	_ = ns
+	e, _ := startBrokerWithNamesrv(t)
 	e.t = t
 	e.createTopic("GoLag", 2)
 	nsAddr := e.cfg.NamesrvAddr
-
 	p, err := producer.NewDefaultProducer(producer.WithNameServer([]string{nsAddr}), producer.WithGroupName("PID_LAG"),
-		producer.WithInstanceName("lag-producer"), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
+		producer.WithInstanceName("lag-producer-"+t.Name()), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Shutdown()
-	send := func(n int) {
-		t.Helper()
-		for i := 0; i < n; i++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			res, err := p.SendSync(ctx, primitive.NewMessage("GoLag", []byte("m")))
-			cancel()
-			if err != nil || res.Status != primitive.SendOK {
-				t.Fatalf("send: %v %v", res, err)
-			}
+	t.Cleanup(func() { _ = p.Shutdown() })
+	return &goClientRig{t: t, e: e, p: p}
+}
+
+func (g *goClientRig) send(n int) {
+	g.t.Helper()
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := g.p.SendSync(ctx, primitive.NewMessage("GoLag", []byte("m")))
+		cancel()
+		if err != nil || res.Status != primitive.SendOK {
+			g.t.Fatalf("send: %v %v", res, err)
 		}
 	}
-	send(6)
+}
 
-	var got atomic.Int64
-	c, err := consumer.NewPushConsumer(consumer.WithNameServer([]string{nsAddr}), consumer.WithGroupName("CID_LAG"),
-		consumer.WithInstance("lag-consumer"), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+func (g *goClientRig) startConsumer() {
+	g.t.Helper()
+	c, err := consumer.NewPushConsumer(consumer.WithNameServer([]string{g.e.cfg.NamesrvAddr}), consumer.WithGroupName("CID_LAG"),
+		consumer.WithInstance("lag-consumer-"+g.t.Name()), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 	if err != nil {
-		t.Fatal(err)
+		g.t.Fatal(err)
 	}
 	if err := c.Subscribe("GoLag", consumer.MessageSelector{}, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		got.Add(int64(len(msgs)))
+		g.consumed.Add(int64(len(msgs)))
 		return consumer.ConsumeSuccess, nil
 	}); err != nil {
-		t.Fatal(err)
+		g.t.Fatal(err)
 	}
 	if err := c.Start(); err != nil {
-		t.Fatal(err)
+		g.t.Fatal(err)
 	}
-	waitFor(t, "the consumer to get 6 messages", func() bool { return got.Load() >= 6 })
+	g.c = c
+	g.t.Cleanup(func() { _ = c.Shutdown() })
+}
+
+// stats sums GET_CONSUME_STATS of CID_LAG over GoLag's queues.
+func (g *goClientRig) stats() (produced, committed int64) {
+	t := g.t
+	t.Helper()
+	r := g.e.invoke(goRequest(remoting.GetConsumeStats, map[string]string{"consumerGroup": "CID_LAG", "topic": "GoLag"}, nil))
+	if r.Code != remoting.Success {
+		t.Fatalf("consume stats: code %d remark %q", r.Code, r.Remark)
+	}
+	var cs javaConsumeStats
+	decodeJava(t, r.Body, &cs)
+	for k, w := range cs.OffsetTable {
+		if mqKey(t, k).Topic != "GoLag" {
+			t.Fatalf("queue of another topic: %s", k)
+		}
+		produced += w.BrokerOffset
+		committed += w.ConsumerOffset
+	}
+	return produced, committed
+}
+
+// until polls cond for up to 30 s (the Go client commits its offsets
+// every 5 s).
+func (g *goClientRig) until(what string, cond func() bool) {
+	g.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			p, c := g.stats()
+			g.t.Fatalf("timed out waiting for %s (produced %d, committed %d, consumed %d)", what, p, c, g.consumed.Load())
+		}
+	}
+}
+
+// With the official Go client producing and consuming, GET_CONSUME_STATS
+// gives produced - committed = lag, and GET_CONSUMER_CONNECTION_LIST and
+// GET_PRODUCER_CONNECTION_LIST name the clients.
+func TestAdminWithGoClient(t *testing.T) {
+	g := startGoClientRig(t)
+	e := g.e
+	g.send(6)
+	g.startConsumer()
+	g.until("the consumer to get 6 messages", func() bool { return g.consumed.Load() >= 6 })
 
 	r := e.invoke(goRequest(remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": "CID_LAG"}, nil))
 	if r.Code != remoting.Success {
@@ -87,64 +139,18 @@ func TestAdminWithGoClient(t *testing.T) {
 	})
 	var pc javaProducerConnection
 	decodeJava(t, r.Body, &pc)
-	if r.Code != remoting.Success || len(pc.ConnectionSet) != 1 || !strings.Contains(pc.ConnectionSet[0].ClientID, "lag-producer") {
-		t.Errorf("producer connection: code %d %+v", r.Code, pc)
+	if len(pc.ConnectionSet) != 1 || !strings.Contains(pc.ConnectionSet[0].ClientID, "lag-producer") {
+		t.Errorf("producer connection %+v", pc)
 	}
 
-	// stats sums GET_CONSUME_STATS over the topic's queues.
-	stats := func() (produced, committed int64) {
-		r := e.invoke(goRequest(remoting.GetConsumeStats, map[string]string{"consumerGroup": "CID_LAG", "topic": "GoLag"}, nil))
-		if r.Code != remoting.Success {
-			t.Fatalf("consume stats: code %d remark %q", r.Code, r.Remark)
-		}
-		var cs javaConsumeStats
-		decodeJava(t, r.Body, &cs)
-		for k, w := range cs.OffsetTable {
-			if mqKey(t, k).Topic != "GoLag" {
-				t.Fatalf("queue of another topic: %s", k)
-			}
-			produced += w.BrokerOffset
-			committed += w.ConsumerOffset
-		}
-		return produced, committed
-	}
-	// The client commits its offsets every 5 s.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if p, c := stats(); p == 6 && c == 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			p, c := stats()
-			t.Fatalf("the consumer did not commit its 6 messages: produced %d, committed %d", p, c)
-		}
-	}
-	// A reset to before the first message, pushed to the running client,
-	// makes it consume the 6 again.
-	r = e.invoke(goRequest(remoting.InvokeBrokerToResetOffset, map[string]string{"topic": "GoLag", "group": "CID_LAG",
-		"timestamp": "0", "isForce": "true"}, nil))
-	if r.Code != remoting.Success {
-		t.Fatalf("reset: code %d remark %q", r.Code, r.Remark)
-	}
-	for deadline := time.Now().Add(30 * time.Second); got.Load() < 12; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after the reset the client consumed %d messages, want 12", got.Load())
-		}
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, c := stats(); c == 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the client did not commit its 6 messages again after the reset")
-		}
-	}
-	if err := c.Shutdown(); err != nil {
+	g.until("the consumer to commit 6", func() bool { p, c := g.stats(); return p == 6 && c == 6 })
+	if err := g.c.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	send(4)
+	g.send(4)
 	var produced, committed int64
-	waitFor(t, "the consume stats to show 10 produced", func() bool {
-		produced, committed = stats()
+	g.until("the consume stats to show 10 produced", func() bool {
+		produced, committed = g.stats()
 		return produced == 10
 	})
 	if committed != 6 {
