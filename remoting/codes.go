@@ -60,6 +60,54 @@ const (
 	EvictPageCache int32 = 9001
 )
 
+// Request codes of the broker's admin requests (RocketMQ RequestCode) that
+// mqadmin, the dashboard and the exporter send.
+const (
+	UpdateAndCreateTopicList             int32 = 18
+	GetAllConsumerOffset                 int32 = 43
+	GetAllDelayOffset                    int32 = 45
+	GetTopicStatsInfo                    int32 = 202
+	GetConsumerConnectionList            int32 = 203
+	GetProducerConnectionList            int32 = 204
+	GetConsumeStats                      int32 = 208
+	InvokeBrokerToResetOffset            int32 = 222
+	InvokeBrokerToGetConsumerStatus      int32 = 223
+	UpdateAndCreateSubscriptionGroupList int32 = 225
+	QueryTopicConsumeByWho               int32 = 300
+	QueryConsumeTimeSpan                 int32 = 303
+	GetSystemTopicListFromBroker         int32 = 305
+	CleanExpiredConsumeQueue             int32 = 306
+	CleanUnusedTopic                     int32 = 316
+	GetBrokerConsumeStats                int32 = 317
+	QueryConsumeQueue                    int32 = 321
+	GetAllProducerInfo                   int32 = 328
+	QueryTopicsByConsumer                int32 = 343
+	GetTopicConfig                       int32 = 351
+)
+
+var adminRequestNames = map[int32]string{
+	UpdateAndCreateTopicList: "UPDATE_AND_CREATE_TOPIC_LIST", GetAllConsumerOffset: "GET_ALL_CONSUMER_OFFSET",
+	GetAllDelayOffset: "GET_ALL_DELAY_OFFSET", GetTopicStatsInfo: "GET_TOPIC_STATS_INFO",
+	GetConsumerConnectionList: "GET_CONSUMER_CONNECTION_LIST", GetProducerConnectionList: "GET_PRODUCER_CONNECTION_LIST",
+	GetConsumeStats: "GET_CONSUME_STATS", InvokeBrokerToResetOffset: "INVOKE_BROKER_TO_RESET_OFFSET",
+	InvokeBrokerToGetConsumerStatus:      "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
+	UpdateAndCreateSubscriptionGroupList: "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST",
+	QueryTopicConsumeByWho:               "QUERY_TOPIC_CONSUME_BY_WHO", QueryConsumeTimeSpan: "QUERY_CONSUME_TIME_SPAN",
+	GetSystemTopicListFromBroker: "GET_SYSTEM_TOPIC_LIST_FROM_BROKER", CleanExpiredConsumeQueue: "CLEAN_EXPIRED_CONSUMEQUEUE",
+	CleanUnusedTopic: "CLEAN_UNUSED_TOPIC", GetBrokerConsumeStats: "GET_BROKER_CONSUME_STATS",
+	QueryConsumeQueue: "QUERY_CONSUME_QUEUE", GetAllProducerInfo: "GET_ALL_PRODUCER_INFO",
+	QueryTopicsByConsumer: "QUERY_TOPICS_BY_CONSUMER", GetTopicConfig: "GET_TOPIC_CONFIG",
+}
+
+// ConsumerNotOnline (RocketMQ ResponseCode CONSUMER_NOT_ONLINE) answers an
+// admin request about a consumer group none of whose clients is
+// connected.
+const ConsumerNotOnline int32 = 206
+
+// ConsumeMsgTimeout (RocketMQ ResponseCode CONSUME_MSG_TIMEOUT) answers a
+// request relayed to a client that did not answer in time.
+const ConsumeMsgTimeout int32 = 207
+
 // Response codes (RocketMQ ResponseCode).
 const (
 	Success                   int32 = 0
@@ -119,6 +167,9 @@ var requestNames = map[int32]string{
 // RequestName returns RocketMQ's name for a request code, or the number.
 func RequestName(code int32) string {
 	if n, ok := requestNames[code]; ok {
+		return n
+	}
+	if n, ok := adminRequestNames[code]; ok {
 		return n
 	}
 	return strconv.Itoa(int(code))

@@ -86,6 +86,7 @@ type Broker struct {
 	locks     *clients.RebalanceLockManager
 	longPoll  *longpoll.Service
 	proc      *processor.Processor
+	admin     *processor.Admin
 	registrar *registrar
 	schedule  *schedule.Service
 	txCheck   transactionService
@@ -194,6 +195,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.data = datapath.New(dataDeps(b))
 	b.flow = b.data.Flow()
 	b.proc = processor.New(processorDeps(b))
+	b.admin = processor.NewAdmin(adminDeps(b))
 	b.server = transport.NewServer(transport.ServerConfig{
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,

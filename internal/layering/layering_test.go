@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"internal/transaction":          {"internal/clock", "internal/corrupt", "internal/metadata", "internal/store", "internal/systopic", "message", "remoting"},
 	"internal/schedule":             {"internal/corrupt", "internal/metadata", "internal/store", "message"},
 	"internal/longpoll":             {"remoting/transport"},
-	"internal/processor":            {"internal/clients", "internal/clock", "internal/metadata", "internal/store", "remoting", "remoting/transport"},
+	"internal/processor":            {"internal/adminbody", "internal/clients", "internal/clock", "internal/metadata", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/datapath":             {"internal/clients", "internal/clock", "internal/longpoll", "internal/metadata", "internal/processor", "internal/schedule", "internal/store", "internal/systopic", "internal/timer", "internal/transaction", "message", "remoting", "remoting/transport"},
 	"internal/auth":                 {"internal/corrupt", "internal/vfs", "remoting"},
 	"internal/auth/aclv1":           {"internal/auth", "remoting"},

@@ -15,6 +15,12 @@
 // must not import the wiring (internal/broker), the transaction, schedule
 // or timer services, nor write a metadata file on a request path (the
 // metadata managers' background writer does).
+//
+// Admin, built from AdminDeps, answers the operations requests RocketMQ's
+// tools send (topic and consume stats, client connections, consume time
+// spans and consume-queue entries, topic and group lists, the offset
+// tables, offset resets, and the requests relayed to a consumer client),
+// with the bodies of internal/adminbody.
 package processor
 
 import (
