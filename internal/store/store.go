@@ -293,6 +293,10 @@ func (st *DefaultMessageStore) writable() (PutStatus, string) {
 	if st.readOnly.Load() != nil {
 		return ServiceNotAvailable, st.readOnlyRemark()
 	}
+	if st.live().BrokerRole == Slave {
+		// A slave's log holds only its master's bytes (ReplicaLog).
+		return ServiceNotAvailable, "message store is slave mode, so putMessage is forbidden"
+	}
 	if p := st.diskFull.Load(); p != nil {
 		st.stats.diskFullRefusals.Add(1)
 		return ServiceNotAvailable, *p

@@ -1,0 +1,347 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spoolmq/spool/internal/adminbody"
+	"github.com/spoolmq/spool/internal/ha"
+	"github.com/spoolmq/spool/internal/namesrv"
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/remoting"
+)
+
+// HAConfig holds RocketMQ's classic master/slave keys (MessageStoreConfig
+// in RocketMQ) with RocketMQ 5.3.3's defaults; brokerRole itself is the
+// store's key.
+type HAConfig struct {
+	// ListenPort is haListenPort; <= 0 means listenPort+1 (RocketMQ's
+	// start-up rule; its 10912 default is 10911+1).
+	ListenPort int `prop:"haListenPort"`
+	// MasterAddress (haMasterAddress) is a slave's master HA address;
+	// empty = the haServerAddr the name server answers the slave's
+	// registration with.
+	MasterAddress           string `prop:"haMasterAddress"`
+	SendHeartbeatInterval   int64  `prop:"haSendHeartbeatInterval"` // ms
+	HousekeepingInterval    int64  `prop:"haHousekeepingInterval"`  // ms
+	TransferBatchSize       int    `prop:"haTransferBatchSize"`
+	MaxGapNotInSync         int64  `prop:"haMaxGapNotInSync"`
+	SlaveReadEnable         bool   `prop:"slaveReadEnable"`
+	InSyncReplicas          int    `prop:"inSyncReplicas"`
+	SlaveTimeout            int64  `prop:"slaveTimeout"` // ms
+	FlowControlEnable       bool   `prop:"haFlowControlEnable"`
+	MaxTransferBytesPerSecs int64  `prop:"maxHaTransferByteInSecond"`
+}
+
+// DefaultHAConfig returns RocketMQ 5.3.3's defaults.
+func DefaultHAConfig() HAConfig {
+	return HAConfig{
+		ListenPort:              10912,
+		SendHeartbeatInterval:   5000,
+		HousekeepingInterval:    20000,
+		TransferBatchSize:       32 << 10,
+		MaxGapNotInSync:         256 << 20,
+		InSyncReplicas:          1,
+		SlaveTimeout:            3000,
+		MaxTransferBytesPerSecs: 100 << 20,
+	}
+}
+
+// checkRole applies RocketMQ's rule between brokerRole and brokerId: a
+// master has id 0, a slave an id above 0.
+func checkRole(role string, id int64) error {
+	switch role {
+	case "", store.AsyncMaster, store.SyncMaster:
+		if id != 0 {
+			return fmt.Errorf("%w: brokerId=%d with brokerRole=%s: a master's brokerId must be 0 (a slave needs brokerRole=SLAVE)", ErrConfig, id, roleName(role))
+		}
+	case store.Slave:
+		if id <= 0 {
+			return fmt.Errorf("%w: brokerId=%d with brokerRole=SLAVE: a slave's brokerId must be above 0", ErrConfig, id)
+		}
+	default:
+		return fmt.Errorf("%w: brokerRole=%q (want ASYNC_MASTER, SYNC_MASTER or SLAVE)", ErrConfig, role)
+	}
+	return nil
+}
+
+func roleName(role string) string {
+	if role == "" {
+		return store.AsyncMaster
+	}
+	return role
+}
+
+// haListenPort is the port the master's HA listener binds: haListenPort,
+// or listenPort+1 when it is <= 0. A listenPort of 0 (any port) makes the
+// HA port any port as well.
+func haListenPort(cfg *Config) int {
+	if cfg.ListenPort == 0 && cfg.HA.ListenPort <= 0 {
+		return 0
+	}
+	if cfg.HA.ListenPort <= 0 {
+		return cfg.ListenPort + 1
+	}
+	return cfg.HA.ListenPort
+}
+
+// replication is the broker's side of classic master/slave replication:
+// the HA master of a master broker, the HA client of a slave.
+type replication struct {
+	b      *Broker
+	master *ha.Master
+	slave  *ha.Slave
+	ln     net.Listener
+	haAddr string // the master's HA listener, as advertised (brokerIP2)
+
+	slaves slaveHosts
+}
+
+// slaveHosts is the admit rule's view of the name servers: the hosts of
+// the addresses registered for this broker name with brokerId > 0.
+type slaveHosts struct {
+	mu      sync.Mutex
+	byHost  map[string][]int64 // host -> ids registered from it
+	fetched time.Time
+}
+
+// AdmitRule says whether an HA peer counts as a slave of brokerName: its
+// IP is the host of an address the name servers' cluster table lists
+// under brokerName with brokerId > 0. The peer is named by that id, or by
+// its host when several slave ids share the host (they then count as one
+// copy, never as several).
+func AdmitRule(ci *namesrv.ClusterInfo, brokerName string, peer net.Addr) (string, bool) {
+	return admitFrom(hostsOf(ci, brokerName), peer)
+}
+
+func hostsOf(ci *namesrv.ClusterInfo, brokerName string) map[string][]int64 {
+	out := map[string][]int64{}
+	if ci == nil {
+		return out
+	}
+	bd, ok := ci.BrokerAddrTable[brokerName]
+	if !ok {
+		return out
+	}
+	for id, addr := range bd.BrokerAddrs {
+		if id <= 0 {
+			continue
+		}
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			continue
+		}
+		out[host] = append(out[host], id)
+	}
+	return out
+}
+
+func admitFrom(hosts map[string][]int64, peer net.Addr) (string, bool) {
+	host, _, err := net.SplitHostPort(peer.String())
+	if err != nil {
+		return "", false
+	}
+	ids := hosts[host]
+	switch len(ids) {
+	case 0:
+		return "", false
+	case 1:
+		return "brokerId=" + strconv.FormatInt(ids[0], 10) + "@" + host, true
+	}
+	return host, true
+}
+
+// refreshInterval bounds how often an unknown peer makes the master ask
+// the name servers again.
+const refreshInterval = time.Second
+
+// admit is the master's Admit predicate: the cached table first, then,
+// for a peer it does not know, the name servers' current table.
+func (r *replication) admit(peer net.Addr) (string, bool) {
+	r.slaves.mu.Lock()
+	defer r.slaves.mu.Unlock()
+	if name, ok := admitFrom(r.slaves.byHost, peer); ok {
+		return name, true
+	}
+	if time.Since(r.slaves.fetched) < refreshInterval {
+		return "", false
+	}
+	r.slaves.fetched = time.Now()
+	if hosts, ok := r.fetchSlaveHosts(); ok {
+		r.slaves.byHost = hosts
+	}
+	return admitFrom(r.slaves.byHost, peer)
+}
+
+// fetchSlaveHosts asks the in-process name server and those of
+// namesrvAddr for the cluster table and merges the slaves of this broker
+// name.
+func (r *replication) fetchSlaveHosts() (map[string][]int64, bool) {
+	b := r.b
+	name := b.config().BrokerName
+	merged := map[string][]int64{}
+	got := false
+	add := func(resp *remoting.Command) {
+		if resp == nil || resp.Code != remoting.Success {
+			return
+		}
+		var ci namesrv.ClusterInfo
+		if err := adminbody.Unmarshal(resp.Body, &ci); err != nil {
+			b.logger.Warn("ha: cluster info", "err", err)
+			return
+		}
+		got = true
+		for h, ids := range hostsOf(&ci, name) {
+			merged[h] = append(merged[h], ids...)
+		}
+	}
+	if b.registrar.local != nil {
+		add(b.registrar.local.Handle(remoting.NewRequest(remoting.GetBrokerClusterInfo, nil, nil)))
+	}
+	for _, a := range namesrvAddrs(b.config().NamesrvAddr) {
+		ctx, cancel := context.WithTimeout(b.registrar.base, 3*time.Second)
+		resp, err := b.registrar.client.Invoke(ctx, a, remoting.NewRequest(remoting.GetBrokerClusterInfo, nil, nil))
+		cancel()
+		if err != nil {
+			b.logger.Warn("ha: cluster info", "namesrv", a, "err", err)
+			continue
+		}
+		add(resp)
+	}
+	for h, ids := range merged {
+		merged[h] = dedup(ids)
+	}
+	return merged, got
+}
+
+func dedup(ids []int64) []int64 {
+	seen := map[int64]bool{}
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// startReplication starts the HA master (masters) or the HA client
+// (slaves) once the store runs and the advertised address is known.
+func (b *Broker) startReplication(bind, ip string) error {
+	cfg := b.config()
+	st, ok := b.store.(*store.DefaultMessageStore)
+	if !ok {
+		return nil // a store of tests without a CommitLog to replicate
+	}
+	log := store.NewReplicaLog(st)
+	r := &replication{b: b}
+	hc := cfg.HA
+	if b.storeConfig().BrokerRole == store.Slave {
+		r.slave = ha.NewSlave(ha.SlaveConfig{
+			Log:                   log,
+			MasterAddr:            strings.TrimSpace(hc.MasterAddress),
+			Logger:                b.logger,
+			SendHeartbeatInterval: millis(hc.SendHeartbeatInterval),
+			HousekeepingInterval:  millis(hc.HousekeepingInterval),
+		})
+		r.slave.Start()
+		b.repl = r
+		return nil
+	}
+	r.master = ha.NewMaster(ha.MasterConfig{
+		Log:                       log,
+		Admit:                     r.admit,
+		Logger:                    b.logger,
+		SendHeartbeatInterval:     millis(hc.SendHeartbeatInterval),
+		HousekeepingInterval:      millis(hc.HousekeepingInterval),
+		TransferBatchSize:         hc.TransferBatchSize,
+		MaxGapNotInSync:           hc.MaxGapNotInSync,
+		InSyncReplicas:            hc.InSyncReplicas,
+		SlaveTimeout:              millis(hc.SlaveTimeout),
+		FlowControl:               hc.FlowControlEnable,
+		MaxTransferBytesPerSecond: hc.MaxTransferBytesPerSecs,
+	})
+	ln, err := net.Listen("tcp", net.JoinHostPort(bind, strconv.Itoa(haListenPort(cfg))))
+	if err != nil {
+		return fmt.Errorf("listen on HA port %s:%d (haListenPort): %w", bind, haListenPort(cfg), err)
+	}
+	r.ln = ln
+	host := ip
+	if ip2 := strings.TrimSpace(cfg.BrokerIP2); ip2 != "" {
+		host = ip2
+	}
+	r.haAddr = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	go r.master.Serve(ln)
+	b.repl = r
+	return nil
+}
+
+// notifyPut wakes the HA master's transfer loops after a put.
+func (b *Broker) notifyPut() {
+	if r := b.repl; r != nil && r.master != nil {
+		r.master.Notify()
+	}
+}
+
+// waitReplicated is the data path's SYNC_MASTER wait (nil otherwise).
+func (b *Broker) waitReplicated() func(end int64, done func(store.PutStatus)) {
+	if b.storeConfig().BrokerRole != store.SyncMaster {
+		return nil
+	}
+	return func(end int64, done func(store.PutStatus)) {
+		r := b.repl
+		if r == nil || r.master == nil {
+			done(store.SlaveNotAvailable)
+			return
+		}
+		r.master.Notify() // the records are appended: send them now
+		r.master.WaitReplicated(end, func(o ha.Outcome) { done(replicaStatus(o)) })
+	}
+}
+
+// replicaStatus maps the replication wait's outcome to the store's
+// PutMessageStatus names.
+func replicaStatus(o ha.Outcome) store.PutStatus {
+	switch o {
+	case ha.FlushSlaveTimeout:
+		return store.FlushSlaveTimeout
+	case ha.SlaveNotAvailable:
+		return store.SlaveNotAvailable
+	}
+	return store.PutOK
+}
+
+// registered reads a registration answer: a slave without
+// haMasterAddress follows the master HA address the name server names.
+func (b *Broker) registered(resp *remoting.Command) {
+	r := b.repl
+	if r == nil || r.slave == nil || strings.TrimSpace(b.config().HA.MasterAddress) != "" {
+		return
+	}
+	if addr := resp.Ext("haServerAddr"); addr != "" {
+		r.slave.SetMasterAddr(addr)
+	}
+}
+
+// closeReplication stops the HA master or client (before the store).
+func (b *Broker) closeReplication() {
+	r := b.repl
+	if r == nil {
+		return
+	}
+	if r.master != nil {
+		r.master.Close()
+	}
+	if r.slave != nil {
+		r.slave.Close()
+	}
+}
+
+// isSlave reports whether the broker runs as a slave (brokerRole=SLAVE).
+func (b *Broker) isSlave() bool { return b.storeConfig().BrokerRole == store.Slave }
