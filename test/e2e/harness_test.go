@@ -84,6 +84,9 @@ type spool struct {
 	sets        []string
 	// wrap, when set, is a command that runs the broker (e.g. prlimit).
 	wrap []string
+	// args, when set, replaces the standalone command line (a separate
+	// name server or broker process).
+	args []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -122,6 +125,9 @@ func (s *spool) running() bool {
 func (s *spool) start() {
 	s.t.Helper()
 	args := []string{"standalone", "--store", s.store, "--namesrv-listen", s.namesrvAddr, "--listen", s.brokerAddr}
+	if s.args != nil {
+		args = append([]string(nil), s.args...)
+	}
 	for _, kv := range s.sets {
 		args = append(args, "--set", kv)
 	}
