@@ -285,9 +285,7 @@ func (b *Broker) Start() error {
 	if bind == "" {
 		bind = "0.0.0.0"
 	}
-	if err := b.startReplication(bind, advertisedIP(cfg.BrokerIP1, bind)); err != nil {
-		return fail(err)
-	}
+	b.startReplication()
 	if err := b.startTimers(); err != nil {
 		return fail(err)
 	}
@@ -307,6 +305,9 @@ func (b *Broker) Start() error {
 			return fail(fmt.Errorf("listen on VIP port %s:%d (vipChannelEnable=false turns it off): %w", bind, vipPort, err))
 		}
 		b.vipAddr = net.JoinHostPort(ip, strconv.Itoa(va.(*net.TCPAddr).Port))
+	}
+	if err := b.listenReplication(bind, ip, port); err != nil {
+		return fail(err)
 	}
 	b.addr = net.JoinHostPort(ip, strconv.Itoa(port))
 	host, err := message.ParseAddr(b.addr)

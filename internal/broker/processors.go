@@ -82,6 +82,8 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.UpdateAndCreateSubscriptionGroup, b.proc.HandleUpdateAndCreateSubscriptionGroup, admin)
 	reg(remoting.DeleteSubscriptionGroup, b.proc.HandleDeleteSubscriptionGroup, admin)
 	reg(remoting.GetAllSubscriptionGroupConfig, b.proc.HandleGetAllSubscriptionGroupConfig, admin)
+	reg(codeGetAllConsumerOffset, b.handleGetAllConsumerOffset, admin)
+	reg(codeGetAllDelayOffset, b.handleGetAllDelayOffset, admin)
 	reg(remoting.GetBrokerRuntimeInfo, b.handleGetBrokerRuntimeInfo, admin)
 	reg(remoting.GetBrokerConfig, b.handleGetBrokerConfig, admin)
 	reg(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig, admin)

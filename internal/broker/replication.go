@@ -20,8 +20,8 @@ import (
 // in RocketMQ) with RocketMQ 5.3.3's defaults; brokerRole itself is the
 // store's key.
 type HAConfig struct {
-	// ListenPort is haListenPort; <= 0 means listenPort+1 (RocketMQ's
-	// start-up rule; its 10912 default is 10911+1).
+	// ListenPort is haListenPort; <= 0 (the default) means listenPort+1,
+	// RocketMQ's start-up rule (10912 with the default listenPort).
 	ListenPort int `prop:"haListenPort"`
 	// MasterAddress (haMasterAddress) is a slave's master HA address;
 	// empty = the haServerAddr the name server answers the slave's
@@ -41,7 +41,6 @@ type HAConfig struct {
 // DefaultHAConfig returns RocketMQ 5.3.3's defaults.
 func DefaultHAConfig() HAConfig {
 	return HAConfig{
-		ListenPort:              10912,
 		SendHeartbeatInterval:   5000,
 		HousekeepingInterval:    20000,
 		TransferBatchSize:       32 << 10,
@@ -78,14 +77,11 @@ func roleName(role string) string {
 }
 
 // haListenPort is the port the master's HA listener binds: haListenPort,
-// or listenPort+1 when it is <= 0. A listenPort of 0 (any port) makes the
-// HA port any port as well.
-func haListenPort(cfg *Config) int {
-	if cfg.ListenPort == 0 && cfg.HA.ListenPort <= 0 {
-		return 0
-	}
+// or the client port + 1 when it is <= 0 (port is the port the client
+// listener got, which differs from listenPort only when that is 0).
+func haListenPort(cfg *Config, port int) int {
 	if cfg.HA.ListenPort <= 0 {
-		return cfg.ListenPort + 1
+		return port + 1
 	}
 	return cfg.HA.ListenPort
 }
@@ -98,6 +94,9 @@ type replication struct {
 	slave  *ha.Slave
 	ln     net.Listener
 	haAddr string // the master's HA listener, as advertised (brokerIP2)
+	// masterClient is a slave's master client address, from its registration
+	// answers (masterAddr); metadata is copied from there.
+	masterClient masterAddr
 
 	slaves slaveHosts
 }
@@ -231,13 +230,13 @@ func dedup(ids []int64) []int64 {
 	return out
 }
 
-// startReplication starts the HA master (masters) or the HA client
-// (slaves) once the store runs and the advertised address is known.
-func (b *Broker) startReplication(bind, ip string) error {
+// startReplication builds the HA master (masters) or starts the HA
+// client (slaves) once the store runs, before the client listeners open.
+func (b *Broker) startReplication() {
 	cfg := b.config()
 	st, ok := b.store.(*store.DefaultMessageStore)
 	if !ok {
-		return nil // a store of tests without a CommitLog to replicate
+		return // a store of tests without a CommitLog to replicate
 	}
 	log := store.NewReplicaLog(st)
 	r := &replication{b: b}
@@ -252,7 +251,8 @@ func (b *Broker) startReplication(bind, ip string) error {
 		})
 		r.slave.Start()
 		b.repl = r
-		return nil
+		b.background(func() { b.runSlaveSync(r) })
+		return
 	}
 	r.master = ha.NewMaster(ha.MasterConfig{
 		Log:                       log,
@@ -267,9 +267,25 @@ func (b *Broker) startReplication(bind, ip string) error {
 		FlowControl:               hc.FlowControlEnable,
 		MaxTransferBytesPerSecond: hc.MaxTransferBytesPerSecs,
 	})
-	ln, err := net.Listen("tcp", net.JoinHostPort(bind, strconv.Itoa(haListenPort(cfg))))
+	b.repl = r
+}
+
+// listenReplication opens a master's HA listener once the client port is
+// known and serves slaves on it.
+func (b *Broker) listenReplication(bind, ip string, port int) error {
+	r := b.repl
+	if r == nil || r.master == nil {
+		return nil
+	}
+	cfg := b.config()
+	hp := haListenPort(cfg, port)
+	ln, err := net.Listen("tcp", net.JoinHostPort(bind, strconv.Itoa(hp)))
+	if err != nil && cfg.ListenPort == 0 && cfg.HA.ListenPort <= 0 {
+		// Any client port was asked for: any HA port will do too.
+		ln, err = net.Listen("tcp", net.JoinHostPort(bind, "0"))
+	}
 	if err != nil {
-		return fmt.Errorf("listen on HA port %s:%d (haListenPort): %w", bind, haListenPort(cfg), err)
+		return fmt.Errorf("listen on HA port %s:%d (haListenPort, default listenPort+1): %w", bind, hp, err)
 	}
 	r.ln = ln
 	host := ip
@@ -278,7 +294,6 @@ func (b *Broker) startReplication(bind, ip string) error {
 	}
 	r.haAddr = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	go r.master.Serve(ln)
-	b.repl = r
 	return nil
 }
 
@@ -321,7 +336,11 @@ func replicaStatus(o ha.Outcome) store.PutStatus {
 // haMasterAddress follows the master HA address the name server names.
 func (b *Broker) registered(resp *remoting.Command) {
 	r := b.repl
-	if r == nil || r.slave == nil || strings.TrimSpace(b.config().HA.MasterAddress) != "" {
+	if r == nil || r.slave == nil {
+		return
+	}
+	r.masterClient.set(resp.Ext("masterAddr"))
+	if strings.TrimSpace(b.config().HA.MasterAddress) != "" {
 		return
 	}
 	if addr := resp.Ext("haServerAddr"); addr != "" {

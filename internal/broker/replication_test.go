@@ -77,11 +77,14 @@ func TestReplicaStatus(t *testing.T) {
 
 func TestHAListenPort(t *testing.T) {
 	cfg := DefaultConfig()
-	if got := haListenPort(&cfg); got != 10912 {
+	if got := haListenPort(&cfg, cfg.ListenPort); got != 10912 {
 		t.Errorf("default haListenPort = %d, want 10912", got)
 	}
-	cfg.ListenPort, cfg.HA.ListenPort = 20911, 0
-	if got := haListenPort(&cfg); got != 20912 {
+	if got := haListenPort(&cfg, 20911); got != 20912 {
 		t.Errorf("haListenPort<=0 = %d, want listenPort+1", got)
+	}
+	cfg.HA.ListenPort = 30000
+	if got := haListenPort(&cfg, 20911); got != 30000 {
+		t.Errorf("haListenPort=30000 = %d", got)
 	}
 }
