@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -97,6 +98,8 @@ type replication struct {
 	// masterClient is a slave's master client address, from its registration
 	// answers (masterAddr); metadata is copied from there.
 	masterClient masterAddr
+	// haMaster is the HA address a slave replicates from.
+	haMaster masterAddr
 
 	slaves slaveHosts
 }
@@ -242,6 +245,7 @@ func (b *Broker) startReplication() {
 	r := &replication{b: b}
 	hc := cfg.HA
 	if b.storeConfig().BrokerRole == store.Slave {
+		r.haMaster.set(strings.TrimSpace(hc.MasterAddress))
 		r.slave = ha.NewSlave(ha.SlaveConfig{
 			Log:                   log,
 			MasterAddr:            strings.TrimSpace(hc.MasterAddress),
@@ -343,7 +347,7 @@ func (b *Broker) registered(resp *remoting.Command) {
 	if strings.TrimSpace(b.config().HA.MasterAddress) != "" {
 		return
 	}
-	if addr := resp.Ext("haServerAddr"); addr != "" {
+	if addr := resp.Ext("haServerAddr"); r.haMaster.set(addr) {
 		r.slave.SetMasterAddr(addr)
 	}
 }
@@ -364,3 +368,64 @@ func (b *Broker) closeReplication() {
 
 // isSlave reports whether the broker runs as a slave (brokerRole=SLAVE).
 func (b *Broker) isSlave() bool { return b.storeConfig().BrokerRole == store.Slave }
+
+// haConnectionInfo is one slave connection's figures in the runtime
+// information, named as RocketMQ's HAConnectionRuntimeInfo fields.
+type haConnectionInfo struct {
+	Addr           string `json:"addr"`
+	Slave          string `json:"slave"`
+	Admitted       bool   `json:"admitted"`
+	SlaveAckOffset int64  `json:"slaveAckOffset"`
+	Diff           int64  `json:"diff"`
+	LagMillis      int64  `json:"lagMillis"`
+	InSync         bool   `json:"inSync"`
+}
+
+// replicationRuntimeInfo adds the replication figures to
+// GET_BROKER_RUNTIME_INFO. RocketMQ's runtime table has no HA keys (its
+// GET_BROKER_HA_STATUS answers them), so they are named after its
+// HARuntimeInfo fields and its store's slaveFallBehindMuch.
+func (b *Broker) replicationRuntimeInfo(t map[string]string) {
+	t["brokerRole"] = roleName(b.storeConfig().BrokerRole)
+	r := b.repl
+	if r == nil {
+		return
+	}
+	if r.master != nil {
+		slaves := r.master.Slaves()
+		t["haServerAddr"] = r.haAddr
+		t["haConnectionCount"] = strconv.Itoa(r.master.ConnectionCount())
+		t["inSyncSlaveNums"] = strconv.Itoa(r.master.InSyncSlaves())
+		end := b.store.MaxPhyOffset()
+		t["masterCommitLogMaxOffset"] = strconv.FormatInt(end, 10)
+		var best int64 = -1
+		infos := make([]haConnectionInfo, 0, len(slaves))
+		for _, s := range slaves {
+			if s.Admitted && s.AckOffset > best {
+				best = s.AckOffset
+			}
+			infos = append(infos, haConnectionInfo{Addr: s.Remote, Slave: s.Slave, Admitted: s.Admitted,
+				SlaveAckOffset: s.AckOffset, Diff: s.LagBytes, LagMillis: s.LagTime.Milliseconds(), InSync: s.InSync})
+		}
+		// slaveFallBehindMuch: the master's end minus the furthest
+		// admitted slave's acknowledgement (the whole log without one).
+		if best < 0 {
+			best = 0
+		}
+		t["slaveFallBehindMuch"] = strconv.FormatInt(max(end-best, 0), 10)
+		if body, err := json.Marshal(infos); err == nil {
+			t["haConnectionInfo"] = string(body)
+		}
+		return
+	}
+	if r.slave != nil {
+		t["haMasterAddress"] = r.haMaster.get()
+		t["masterAddr"] = r.masterClient.get()
+		t["haClientConnected"] = strconv.FormatBool(r.slave.Connected())
+		t["haClientConnects"] = strconv.FormatInt(r.slave.Connects(), 10)
+		t["slaveMaxOffset"] = strconv.FormatInt(b.store.MaxPhyOffset(), 10)
+		if err := r.slave.Err(); err != nil {
+			t["haClientError"] = err.Error()
+		}
+	}
+}

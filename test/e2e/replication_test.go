@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/spoolmq/spool/remoting"
 )
 
 // startProcess starts one spool process (name server or broker) with its
@@ -72,6 +75,19 @@ func TestReplicationSyncMasterKilledSlaveServesAcknowledged(t *testing.T) {
 			continue
 		}
 		acked = append(acked, body)
+	}
+	// The master's runtime figures show its one in-sync slave.
+	rc := dialRaw(t, master)
+	resp := rc.call(t, rawRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
+	rc.c.Close()
+	var info struct {
+		Table map[string]string `json:"table"`
+	}
+	if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &info) != nil {
+		t.Fatalf("runtime info: %d %q", resp.Code, resp.Remark)
+	}
+	if tb := info.Table; tb["brokerRole"] != "SYNC_MASTER" || tb["inSyncSlaveNums"] != "1" || tb["haConnectionCount"] == "0" {
+		t.Errorf("master runtime info: brokerRole %q inSyncSlaveNums %q haConnectionCount %q", tb["brokerRole"], tb["inSyncSlaveNums"], tb["haConnectionCount"])
 	}
 	m.kill()
 
