@@ -245,6 +245,9 @@ func (b *Broker) startReplication() {
 	r := &replication{b: b}
 	hc := cfg.HA
 	if b.storeConfig().BrokerRole == store.Slave {
+		if !hc.SlaveReadEnable {
+			b.logger.Warn("slave started with slaveReadEnable=false: pulls are answered SYSTEM_BUSY")
+		}
 		r.haMaster.set(strings.TrimSpace(hc.MasterAddress))
 		r.slave = ha.NewSlave(ha.SlaveConfig{
 			Log:                   log,
@@ -257,6 +260,10 @@ func (b *Broker) startReplication() {
 		b.repl = r
 		b.background(func() { b.runSlaveSync(r) })
 		return
+	}
+	if b.storeConfig().BrokerRole == store.SyncMaster && hc.InSyncReplicas < 2 {
+		b.logger.Warn("SYNC_MASTER waits for one slave: inSyncReplicas below 2 counts as 2 (RocketMQ 5 would not wait at all)",
+			"inSyncReplicas", hc.InSyncReplicas)
 	}
 	r.master = ha.NewMaster(ha.MasterConfig{
 		Log:                       log,
