@@ -133,8 +133,8 @@ func (r *registrar) brokerFields() map[string]string {
 // advertises it: brokerIP2 (default: the advertised address's host) and
 // haListenPort, which RocketMQ's start-up sets to listenPort+1.
 func (r *registrar) haServerAddr() string {
-	if r.b.repl != nil && r.b.repl.haAddr != "" {
-		return r.b.repl.haAddr
+	if a := r.b.repl.advertisedHA(); a != "" {
+		return a
 	}
 	host, port, err := net.SplitHostPort(r.b.addr)
 	if err != nil {

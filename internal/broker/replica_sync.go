@@ -55,8 +55,8 @@ const (
 	syncAllInterval   = 60 * time.Second
 )
 
-// masterAddr is the master's client address a slave's registration
-// answer named (empty before the first answer).
+// masterAddr is an address learnt at run time (a master's client or HA
+// address, the advertised HA address), empty until set.
 type masterAddr struct{ v atomic.Pointer[string] }
 
 func (m *masterAddr) get() string {

@@ -94,7 +94,7 @@ type replication struct {
 	master *ha.Master
 	slave  *ha.Slave
 	ln     net.Listener
-	haAddr string // the master's HA listener, as advertised (brokerIP2)
+	haAddr masterAddr // the master's HA listener, as advertised (brokerIP2)
 	// masterClient is a slave's master client address, from its registration
 	// answers (masterAddr); metadata is copied from there.
 	masterClient masterAddr
@@ -303,9 +303,17 @@ func (b *Broker) listenReplication(bind, ip string, port int) error {
 	if ip2 := strings.TrimSpace(cfg.BrokerIP2); ip2 != "" {
 		host = ip2
 	}
-	r.haAddr = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	r.haAddr.set(net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
 	go r.master.Serve(ln)
 	return nil
+}
+
+// advertisedHA is a master's HA address once it listens ("" otherwise).
+func (r *replication) advertisedHA() string {
+	if r == nil {
+		return ""
+	}
+	return r.haAddr.get()
 }
 
 // notifyPut wakes the HA master's transfer loops after a put.
@@ -400,7 +408,7 @@ func (b *Broker) replicationRuntimeInfo(t map[string]string) {
 	}
 	if r.master != nil {
 		slaves := r.master.Slaves()
-		t["haServerAddr"] = r.haAddr
+		t["haServerAddr"] = r.haAddr.get()
 		t["haConnectionCount"] = strconv.Itoa(r.master.ConnectionCount())
 		t["inSyncSlaveNums"] = strconv.Itoa(r.master.InSyncSlaves())
 		end := b.store.MaxPhyOffset()
