@@ -295,6 +295,13 @@ func (b *Broker) listenReplication(bind, ip string, port int) error {
 		// Any client port was asked for: any HA port will do too.
 		ln, err = net.Listen("tcp", net.JoinHostPort(bind, "0"))
 	}
+	if err != nil && cfg.HA.ListenPort <= 0 && b.storeConfig().BrokerRole != store.SyncMaster {
+		// An ASYNC_MASTER acknowledges alone: a busy default HA port
+		// leaves it without slaves, not without service.
+		b.logger.Warn("HA port busy: this ASYNC_MASTER runs without replication (set haListenPort to choose a port)",
+			"port", hp, "err", err)
+		return nil // the master is never served; shutdown closes it
+	}
 	if err != nil {
 		return fmt.Errorf("listen on HA port %s:%d (haListenPort, default listenPort+1): %w", bind, hp, err)
 	}
