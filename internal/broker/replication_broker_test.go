@@ -37,6 +37,9 @@ func TestSlaveRefusesSendsAndPullsWithoutSlaveRead(t *testing.T) {
 		})
 	}
 	s := slave(false)
+	if s.b.timers != nil {
+		t.Error("a slave runs the timing wheel")
+	}
 	s.createTopic("TopicHA", 1)
 	if resp := s.invoke(sendV1("TopicHA", 0, map[string]string{}, []byte("m"))); resp.Code != remoting.SystemBusy || !strings.Contains(resp.Remark, "slave") {
 		t.Errorf("send to a slave answered %d %q, want SYSTEM_BUSY naming the slave", resp.Code, resp.Remark)
