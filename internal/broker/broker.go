@@ -95,6 +95,7 @@ type Broker struct {
 	data      *datapath.Path
 	flow      *datapath.Flow
 	cold      *coldReadBudget
+	repl      *replication // set by Start before the listeners open; nil for test stores
 
 	executors  map[string]*transport.Executor
 	sendEx     *transport.Executor
@@ -136,6 +137,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		} else {
 			opts.StoreConfig.StorePathRootDir = def.StorePathRootDir
 		}
+	}
+	if err := checkRole(opts.StoreConfig.BrokerRole, cfg.BrokerID); err != nil {
+		return nil, err
 	}
 	// The timing wheel lives in the store's directory.
 	cfg.Timer.StorePathRootDir = opts.StoreConfig.StorePathRootDir
@@ -214,8 +218,8 @@ func checkConfig(c *Config) error {
 		return fmt.Errorf("%w: brokerClusterName is empty", ErrConfig)
 	case c.ListenPort < 0 || c.ListenPort > 65535:
 		return fmt.Errorf("%w: listenPort %d out of range", ErrConfig, c.ListenPort)
-	case c.BrokerID != 0:
-		return fmt.Errorf("%w: brokerId %d: only masters (brokerId=0) are built", ErrConfig, c.BrokerID)
+	case c.BrokerID < 0:
+		return fmt.Errorf("%w: brokerId %d is negative", ErrConfig, c.BrokerID)
 	}
 	if c.DefaultTopicQueueNums <= 0 {
 		c.DefaultTopicQueueNums = 8
@@ -273,17 +277,19 @@ func (b *Broker) Start() error {
 		b.markReady()
 		b.server.Close()
 		b.closeTimers()
+		b.closeReplication()
 		b.store.Shutdown()
 		b.state.Store(stateStopped)
 		return err
 	}
 	b.store.OnDispatch(b.onDispatch)
-	if err := b.startTimers(); err != nil {
-		return fail(err)
-	}
 	bind := cfg.BindAddress
 	if bind == "" {
 		bind = "0.0.0.0"
+	}
+	b.startReplication()
+	if err := b.startTimers(); err != nil {
+		return fail(err)
 	}
 	la, err := b.server.Listen(net.JoinHostPort(bind, strconv.Itoa(cfg.ListenPort)))
 	if err != nil {
@@ -301,6 +307,9 @@ func (b *Broker) Start() error {
 			return fail(fmt.Errorf("listen on VIP port %s:%d (vipChannelEnable=false turns it off): %w", bind, vipPort, err))
 		}
 		b.vipAddr = net.JoinHostPort(ip, strconv.Itoa(va.(*net.TCPAddr).Port))
+	}
+	if err := b.listenReplication(bind, ip, port); err != nil {
+		return fail(err)
 	}
 	b.addr = net.JoinHostPort(ip, strconv.Itoa(port))
 	host, err := message.ParseAddr(b.addr)
@@ -321,8 +330,10 @@ func (b *Broker) Start() error {
 	b.registrar.round()
 	b.background(b.registrar.run)
 	b.background(b.registrar.runTopicChanges)
-	b.schedule.Start()
-	b.txCheck.Start()
+	if !b.isSlave() { // a slave's log holds only its master's bytes
+		b.schedule.Start()
+		b.txCheck.Start()
+	}
 	b.logger.Info("broker started", "addr", b.addr, "vip", b.vipAddr, "name", cfg.BrokerName,
 		"cluster", cfg.BrokerClusterName, "namesrv", cfg.NamesrvAddr)
 	return nil
@@ -345,6 +356,7 @@ func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
 		b.schedule.OnDispatch(queueID)
 	}
 	b.longPoll.OnDispatch(topic, queueID, maxOffset)
+	b.notifyPut()
 }
 
 // housekeeping expires silent clients.
@@ -406,6 +418,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if err := b.topics.Journal.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	b.closeReplication()
 	if err := b.store.Shutdown(); err != nil {
 		errs = append(errs, fmt.Errorf("store shutdown: %w", err))
 	}

@@ -127,6 +127,9 @@ type Config struct {
 	// TIMER_DELIVER_MS, TIMER_DELAY_SEC or TIMER_DELAY_MS to the timing
 	// wheel; off, they are refused with SYSTEM_ERROR.
 	TimerWheelEnable bool `prop:"timerWheelEnable"`
+	// HA holds the master/slave replication keys (haListenPort,
+	// haMasterAddress, slaveReadEnable, inSyncReplicas, slaveTimeout, ...).
+	HA HAConfig
 	// Timer holds the timing wheel's own keys (timerMaxDelaySec,
 	// timerCongestNumEachSlot, mappedFileSizeTimerLog, ...); its
 	// storePathRootDir is the store's.
@@ -213,6 +216,7 @@ func DefaultConfig() Config {
 		TransactionCheckReadBytesPerSecond: 8 << 20,
 
 		TimerWheelEnable: true,
+		HA:               DefaultHAConfig(),
 		Timer:            timer.DefaultConfig(),
 	}
 }

@@ -133,6 +133,9 @@ func (r *registrar) brokerFields() map[string]string {
 // advertises it: brokerIP2 (default: the advertised address's host) and
 // haListenPort, which RocketMQ's start-up sets to listenPort+1.
 func (r *registrar) haServerAddr() string {
+	if a := r.b.repl.advertisedHA(); a != "" {
+		return a
+	}
 	host, port, err := net.SplitHostPort(r.b.addr)
 	if err != nil {
 		return r.b.addr
@@ -222,6 +225,8 @@ func (r *registrar) each(ctx context.Context, build func() *remoting.Command) er
 				errs[i] = fmt.Errorf("%w: %s %s: %w", ErrRegister, remoting.RequestName(req.Code), a, err)
 			case resp.Code != remoting.Success:
 				errs[i] = fmt.Errorf("%w: %s %s: code %d: %s", ErrRegister, remoting.RequestName(req.Code), a, resp.Code, resp.Remark)
+			case req.Code == remoting.RegisterBroker:
+				r.b.registered(resp)
 			}
 		}()
 	}
@@ -231,6 +236,8 @@ func (r *registrar) each(ctx context.Context, build func() *remoting.Command) er
 			errs[len(addrs)] = fmt.Errorf("%w: %s in-process: no answer", ErrRegister, remoting.RequestName(req.Code))
 		} else if resp.Code != remoting.Success {
 			errs[len(addrs)] = fmt.Errorf("%w: %s in-process: code %d: %s", ErrRegister, remoting.RequestName(req.Code), resp.Code, resp.Remark)
+		} else if req.Code == remoting.RegisterBroker {
+			r.b.registered(resp)
 		}
 	}
 	wg.Wait()

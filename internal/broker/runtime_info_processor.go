@@ -208,6 +208,7 @@ func (b *Broker) RuntimeInfo() map[string]string {
 		i64("timerLost", ts.Lost)
 		micros("timerLatenessP99Micros", ts.Lateness.Quantile(0.99))
 	}
+	b.replicationRuntimeInfo(t)
 	return t
 }
 

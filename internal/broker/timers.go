@@ -12,7 +12,7 @@ import (
 // set (after the store has started).
 func (b *Broker) startTimers() error {
 	cfg := b.config()
-	if !cfg.TimerWheelEnable {
+	if !cfg.TimerWheelEnable || b.isSlave() { // a slave's log holds only its master's bytes
 		return nil
 	}
 	tc := cfg.Timer

@@ -183,6 +183,8 @@ func dataConfig(cfg *Config, scfg *store.Config) *datapath.Config {
 		OSPageCacheBusyTimeOutMills:     scfg.OSPageCacheBusyTimeOutMills,
 		TransientStorePoolSize:          scfg.TransientStorePoolSize,
 		MaxTransferBytesOnMessageInDisk: scfg.MaxTransferBytesOnMessageInDisk,
+		BrokerRole:                      scfg.BrokerRole,
+		SlaveReadEnable:                 cfg.HA.SlaveReadEnable,
 	}
 }
 
@@ -212,5 +214,7 @@ func dataDeps(b *Broker) datapath.Deps {
 		CountGet:    b.stats.countGet,
 		ColdTake:    b.cold.take,
 		ColdCharge:  b.cold.charge,
+
+		WaitReplicated: b.waitReplicated(),
 	}
 }

@@ -57,33 +57,23 @@ func whenAbove(limit int64, reason string) func(string) string {
 }
 
 const (
-	noReplication = "replication (master/slave, DLedger, controller) is not built; a single master acknowledges alone"
-	noAccess      = "access control is not built; every client would be allowed"
+	noReplication = "replication by DLedger, controller mode and slaves acting as masters are not built; use brokerRole with a master (brokerId=0) and slaves (brokerId>0)"
+	// totalReplicas and minInSyncReplicas act only with
+	// enableSlaveActingMaster and enableAutoInSyncReplicas.
+	noActingMaster = "automatic in-sync replica counts (enableAutoInSyncReplicas, enableSlaveActingMaster) are not built; a SYNC_MASTER waits for max(inSyncReplicas, 2) copies"
+	noAccess       = "access control is not built; every client would be allowed"
 )
 
 // refusals maps a key to its rule. Remove a rule when Spool builds what it
 // guards.
 var refusals = map[string]refusalRule{
-	"brokerRole": {refuse: func(v string) string {
-		switch strings.ToUpper(strings.TrimSpace(v)) {
-		case "", "ASYNC_MASTER":
-			return ""
-		case "SLAVE":
-			return "slaves are not built; this broker would run as a master"
-		default:
-			return noReplication
-		}
-	}},
-	"brokerId":                {refuse: whenAbove(0, "slaves (brokerId > 0) are not built; this broker would act as a master")},
-	"haMasterAddress":         {refuse: func(v string) string { return nonEmpty(v, "slaves are not built") }},
 	"enableControllerMode":    {refuse: whenTrue(noReplication)},
 	"enableDLegerCommitLog":   {refuse: whenTrue(noReplication)},
 	"duplicationEnable":       {refuse: whenTrue(noReplication)},
 	"enableSlaveActingMaster": {refuse: whenTrue(noReplication)},
 	"allAckInSyncStateSet":    {refuse: whenTrue(noReplication)},
-	"totalReplicas":           {refuse: whenAbove(1, noReplication)},
-	"inSyncReplicas":          {refuse: whenAbove(1, noReplication)},
-	"minInSyncReplicas":       {refuse: whenAbove(1, noReplication)},
+	"totalReplicas":           {refuse: whenAbove(1, noActingMaster)},
+	"minInSyncReplicas":       {refuse: whenAbove(1, noActingMaster)},
 	"aclEnable":               {refuse: whenTrue(noAccess)},
 	"authenticationEnabled":   {refuse: whenTrue(noAccess)},
 	"authorizationEnabled":    {refuse: whenTrue(noAccess)},

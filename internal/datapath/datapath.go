@@ -58,6 +58,10 @@ type Config struct {
 	ShortPollingTimeMills       int64
 	ColdReadBytesPerSecond      int64
 	BrokerFastFailureEnable     bool
+	// BrokerRole (ASYNC_MASTER, SYNC_MASTER, SLAVE) and slaveReadEnable:
+	// a slave refuses sends, and pulls unless SlaveReadEnable.
+	BrokerRole      string
+	SlaveReadEnable bool
 
 	// The store's keys.
 	MaxMessageSize                  int
@@ -116,6 +120,11 @@ type Deps struct {
 	// charge of bytes read.
 	ColdTake   func(rate int64) (allow int64, wait time.Duration)
 	ColdCharge func(n int64)
+	// WaitReplicated is a SYNC_MASTER's replication wait (nil on other
+	// roles): done is called once the records ending at end are held by
+	// enough copies (PutOK), or with FlushSlaveTimeout or
+	// SlaveNotAvailable. It must not block.
+	WaitReplicated func(end int64, done func(store.PutStatus))
 }
 
 // Path holds the data-path handlers; each Handle method answers one or
@@ -143,6 +152,8 @@ type Path struct {
 	countPut    func(topic string, r store.PutResult)
 	countGet    func(topic string, msgs, bytes int)
 	flow        *Flow
+	// waitReplicated is Deps.WaitReplicated.
+	waitReplicated func(end int64, done func(store.PutStatus))
 
 	// Set once by UseExecutors, before the first request.
 	sendEx, pullEx, litePullEx *transport.Executor
@@ -162,6 +173,7 @@ func New(d Deps) *Path {
 		addr: d.Addr, storeHost: d.StoreHost, stopping: d.Stopping,
 		holdRoute: d.HoldRoute, routeWait: d.RouteWait,
 		countPut: d.CountPut, countGet: d.CountGet,
+		waitReplicated: d.WaitReplicated,
 	}
 	p.flow = newFlow(p, d.ColdTake, d.ColdCharge)
 	return p

@@ -79,6 +79,9 @@ func (d *Path) HandlePull(c *transport.Conn, req *remoting.Command) transport.Re
 	if err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
+	if resp := d.slavePullRefusal(req); resp != nil {
+		return transport.Respond(resp)
+	}
 	resp, res, held := d.runPull(c, req, h, true)
 	switch {
 	case held != nil:

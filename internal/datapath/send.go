@@ -52,6 +52,9 @@ func (d *Path) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader
 	if d.stopping() {
 		return nil, remoting.NewResponse(req, remoting.ServiceNotAvailable, "the broker is shutting down")
 	}
+	if resp := d.slaveRefusal(req); resp != nil {
+		return nil, resp
+	}
 	if !metadata.IsWriteable(cfg.BrokerPermission) {
 		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", d.addr()))
 	}
@@ -373,14 +376,14 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 	}
 	qid := t.queueID
 	rs := c.Defer(req)
-	d.store.PutMessages(batch, func(r store.PutResult) {
+	d.store.PutMessages(batch, d.replicated(true, func(r store.PutResult) {
 		d.countPut(h.topic, r)
 		offs := r.Offsets
 		if len(offs) == 0 && r.Status == store.PutOK {
 			offs = []int64{r.WroteOffset}
 		}
 		d.replyLater(rs, d.sendResponse(req, r, qid, "", offs))
-	})
+	}))
 	return transport.Later(rs)
 }
 

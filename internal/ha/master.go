@@ -21,6 +21,9 @@ type MasterConfig struct {
 	// name and names it (one name per slave: several connections of one
 	// slave count as one copy). Reports from a peer it refuses are
 	// streamed to but never count as acknowledgements. nil admits no one.
+	// It is asked when a peer connects and again, at most every
+	// SendHeartbeatInterval, on the reports of a peer it refused (a slave
+	// may dial before its registration reaches the name servers).
 	Admit  func(remote net.Addr) (slave string, ok bool)
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -142,7 +145,7 @@ func (m *Master) Serve(ln net.Listener) error {
 
 func (m *Master) start(c net.Conn) {
 	mc := &masterConn{m: m, c: c, remote: c.RemoteAddr().String(), ack: -1, lastReport: -1, wake: make(chan struct{}, 1),
-		started: make(chan struct{}), done: make(chan struct{}), lastRead: m.cfg.Clock.Now()}
+		started: make(chan struct{}), done: make(chan struct{}), lastRead: m.cfg.Clock.Now(), admitTried: m.cfg.Clock.Now()}
 	if m.cfg.Admit != nil {
 		mc.slave, mc.admitted = m.cfg.Admit(c.RemoteAddr())
 	}
@@ -333,6 +336,8 @@ type masterConn struct {
 	started   chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+
+	admitTried time.Time // last Admit call (read loop only)
 }
 
 func (mc *masterConn) state(end int64, now time.Time) SlaveState {
@@ -387,6 +392,7 @@ func (mc *masterConn) reject(why string, kv ...any) {
 
 // report applies one report; false when it closed the connection.
 func (mc *masterConn) report(off int64) bool {
+	mc.readmit()
 	log := mc.m.cfg.Log
 	end := log.MaxOffset()
 	now := mc.m.cfg.Clock.Now()
@@ -444,6 +450,31 @@ func (mc *masterConn) report(off int64) bool {
 		mc.m.acked()
 	}
 	return true
+}
+
+// readmit asks Admit again for a refused peer, at most every
+// SendHeartbeatInterval.
+func (mc *masterConn) readmit() {
+	admit := mc.m.cfg.Admit
+	if admit == nil {
+		return
+	}
+	mc.mu.Lock()
+	admitted := mc.admitted
+	mc.mu.Unlock()
+	now := mc.m.cfg.Clock.Now()
+	if admitted || now.Sub(mc.admitTried) < mc.m.cfg.SendHeartbeatInterval {
+		return
+	}
+	mc.admitTried = now
+	name, ok := admit(mc.c.RemoteAddr())
+	if !ok {
+		return
+	}
+	mc.mu.Lock()
+	mc.slave, mc.admitted = name, true
+	mc.mu.Unlock()
+	mc.m.cfg.Logger.Info("ha: slave admitted", "remote", mc.remote, "slave", name)
 }
 
 // transferLoop streams the log from the slave's start point: slices of

@@ -467,3 +467,18 @@ func TestSlaveDiskFullStopsAndResumes(t *testing.T) {
 	sameLogs(t, ms.log, ss.log)
 	eventually(t, "the slave to dispatch", func() bool { return ss.st.MaxOffsetInQueue("T", 1) == 100 })
 }
+
+// A peer refused when it connects (its registration not yet known) is
+// asked about again on its reports and counts once admitted.
+func TestRefusedPeerAdmittedLater(t *testing.T) {
+	ms, ss := openStore(t, vfs.OS()), openStore(t, vfs.OS())
+	end := fill(t, ms.st, 50)
+	var calls atomic.Int32
+	later := func(net.Addr) (string, bool) { return "slave-1", calls.Add(1) > 1 }
+	m, addr := startMaster(t, MasterConfig{Log: ms.log, Admit: later, SendHeartbeatInterval: 20 * time.Millisecond})
+	startSlave(t, SlaveConfig{Log: ss.log, MasterAddr: addr, SendHeartbeatInterval: 20 * time.Millisecond})
+	eventually(t, "the refused slave admitted and acknowledging", func() bool { return m.ReplicatedOffset() == end })
+	if calls.Load() < 2 {
+		t.Fatalf("Admit asked %d times, want a second ask", calls.Load())
+	}
+}

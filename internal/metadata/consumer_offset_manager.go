@@ -79,6 +79,10 @@ func (m *ConsumerOffsetManager) encode() ([]byte, error) {
 	return json.MarshalIndent(&doc, "", "\t")
 }
 
+// Encode is the table in consumerOffset.json's form (the
+// GET_ALL_CONSUMER_OFFSET answer body).
+func (m *ConsumerOffsetManager) Encode() ([]byte, error) { return m.encode() }
+
 // RunFlusher persists the table every interval while it is dirty, until
 // stop is closed.
 func (m *ConsumerOffsetManager) RunFlusher(interval time.Duration, stop <-chan struct{}) {

@@ -46,6 +46,10 @@ type Registration struct {
 type RegisterResult struct {
 	HAServerAddr string
 	MasterAddr   string
+	// DisplacedMaster is the live address that held brokerId 0 of this
+	// broker name before a master at another address registered (two
+	// masters for one name; the newer takes the id, as in RocketMQ).
+	DisplacedMaster string
 }
 
 // Dropped names a broker process removed by expiry or connection close.
@@ -107,6 +111,12 @@ func (t *RouteTable) Register(r Registration, now time.Time) RegisterResult {
 		}
 	}
 	old := bd.BrokerAddrs[r.BrokerID]
+	var displaced string
+	if r.BrokerID == MasterID && old != "" && old != r.BrokerAddr {
+		if t.live[BrokerAddrInfo{Cluster: r.Cluster, Addr: old}] != nil {
+			displaced = old
+		}
+	}
 	bd.BrokerAddrs[r.BrokerID] = r.BrokerAddr
 	first = first || old == ""
 
@@ -159,7 +169,7 @@ func (t *RouteTable) Register(r Registration, now time.Time) RegisterResult {
 		HAServerAddr: r.HAServerAddr,
 	}
 
-	var res RegisterResult
+	res := RegisterResult{DisplacedMaster: displaced}
 	if r.BrokerID != MasterID {
 		if master, ok := bd.BrokerAddrs[MasterID]; ok {
 			if ml := t.live[BrokerAddrInfo{Cluster: r.Cluster, Addr: master}]; ml != nil {

@@ -232,3 +232,23 @@ func TestRouteTableQueueDataKeepsNoRegistrationStrings(t *testing.T) {
 		}
 	}
 }
+
+// A second live master for one broker name is reported, and one id stays
+// one address.
+func TestRouteTableSecondMasterReported(t *testing.T) {
+	rt := NewRouteTable()
+	if res := rt.Register(reg("c1", "a", "10.0.0.1:10911", 0, 1, "T"), t0); res.DisplacedMaster != "" {
+		t.Fatalf("first master displaced %q", res.DisplacedMaster)
+	}
+	if res := rt.Register(reg("c1", "a", "10.0.0.1:10911", 0, 1, "T"), t0); res.DisplacedMaster != "" {
+		t.Fatalf("a re-registration displaced %q", res.DisplacedMaster)
+	}
+	res := rt.Register(reg("c1", "a", "10.0.0.9:10911", 0, 2, "T"), t0)
+	if res.DisplacedMaster != "10.0.0.1:10911" {
+		t.Fatalf("second master: displaced %q, want the first", res.DisplacedMaster)
+	}
+	r, _ := rt.TopicRoute("T")
+	if got := r.BrokerDatas[0].BrokerAddrs; len(got) != 1 || got[0] != "10.0.0.9:10911" {
+		t.Fatalf("broker addrs %v", got)
+	}
+}

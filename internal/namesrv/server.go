@@ -346,6 +346,10 @@ func (s *Server) registerBroker(c *transport.Conn, req *remoting.Command) *remot
 	_, known := s.routes.Live(r.Cluster, r.BrokerAddr)
 	res := s.routes.Register(r, s.clock.Now())
 	s.mu.Unlock()
+	if res.DisplacedMaster != "" {
+		s.log.Warn("two masters (brokerId 0) registered for one broker name; the newer holds the id",
+			"cluster", r.Cluster, "brokerName", r.BrokerName, "previous", res.DisplacedMaster, "newer", r.BrokerAddr)
+	}
 	if !known {
 		s.log.Info("new broker registered", "cluster", r.Cluster, "brokerName", r.BrokerName,
 			"brokerId", r.BrokerID, "addr", r.BrokerAddr, "topics", len(r.Topics))

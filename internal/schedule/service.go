@@ -147,6 +147,28 @@ func (s *Service) encode() ([]byte, error) {
 	return json.MarshalIndent(&doc, "", "\t")
 }
 
+// Encode is the table in delayOffset.json's form (the
+// GET_ALL_DELAY_OFFSET answer body).
+func (s *Service) Encode() ([]byte, error) { return s.encode() }
+
+// Adopt takes a master's delay offsets into a slave's table: a level's
+// offset only moves forward. It reports whether anything changed.
+func (s *Service) Adopt(table map[int]int64) bool {
+	s.mu.Lock()
+	changed := false
+	for level, off := range table {
+		if off > s.offsets[level] {
+			s.offsets[level] = off
+			changed = true
+		}
+	}
+	s.mu.Unlock()
+	if changed {
+		s.File.MarkDirty()
+	}
+	return changed
+}
+
 func (s *Service) Offset(level int) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

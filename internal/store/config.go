@@ -11,8 +11,9 @@ const (
 	SyncFlush  = "SYNC_FLUSH"
 )
 
-// Broker roles (brokerRole). Only ASYNC_MASTER is built; the others are
-// refused by the configuration layer.
+// Broker roles (brokerRole). A SYNC_MASTER's replication wait and a
+// slave's HA client are the broker's (internal/ha); the store appends a
+// slave's replicated bytes through ReplicaLog.
 const (
 	AsyncMaster = "ASYNC_MASTER"
 	SyncMaster  = "SYNC_MASTER"

@@ -126,8 +126,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: mappedFileSizeConsumeQueue=%d", ErrConfig, c.MappedFileSizeConsumeQueue)
 	case c.FlushDiskType != AsyncFlush && c.FlushDiskType != SyncFlush:
 		return fmt.Errorf("%w: flushDiskType=%q (want ASYNC_FLUSH or SYNC_FLUSH)", ErrConfig, c.FlushDiskType)
-	case c.BrokerRole != "" && c.BrokerRole != AsyncMaster:
-		return fmt.Errorf("%w: brokerRole=%s is not built (only ASYNC_MASTER): %w", ErrConfig, c.BrokerRole, ErrNotBuilt)
+	case c.BrokerRole != "" && c.BrokerRole != AsyncMaster && c.BrokerRole != SyncMaster && c.BrokerRole != Slave:
+		return fmt.Errorf("%w: brokerRole=%q (want ASYNC_MASTER, SYNC_MASTER or SLAVE)", ErrConfig, c.BrokerRole)
 	case c.transient() && c.TransientStorePoolSize < 1:
 		return fmt.Errorf("%w: transientStorePoolSize=%d", ErrConfig, c.TransientStorePoolSize)
 	case c.FileAllocation != AllocZeros && c.FileAllocation != AllocFallocate && c.FileAllocation != AllocZeroRange:
@@ -292,6 +292,10 @@ func (st *DefaultMessageStore) writable() (PutStatus, string) {
 	}
 	if st.readOnly.Load() != nil {
 		return ServiceNotAvailable, st.readOnlyRemark()
+	}
+	if st.live().BrokerRole == Slave {
+		// A slave's log holds only its master's bytes (ReplicaLog).
+		return ServiceNotAvailable, "message store is slave mode, so putMessage is forbidden"
 	}
 	if p := st.diskFull.Load(); p != nil {
 		st.stats.diskFullRefusals.Add(1)

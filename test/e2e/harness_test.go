@@ -84,6 +84,9 @@ type spool struct {
 	sets        []string
 	// wrap, when set, is a command that runs the broker (e.g. prlimit).
 	wrap []string
+	// args, when set, replaces the standalone command line (a separate
+	// name server or broker process).
+	args []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -122,6 +125,9 @@ func (s *spool) running() bool {
 func (s *spool) start() {
 	s.t.Helper()
 	args := []string{"standalone", "--store", s.store, "--namesrv-listen", s.namesrvAddr, "--listen", s.brokerAddr}
+	if s.args != nil {
+		args = append([]string(nil), s.args...)
+	}
 	for _, kv := range s.sets {
 		args = append(args, "--set", kv)
 	}
@@ -258,7 +264,8 @@ var portMu sync.Mutex
 var usedPorts = map[int]bool{}
 
 // freePort finds a loopback port that is free now (and, with vip, whose
-// port-2 is free too, for the broker's VIP channel).
+// port-2 and port+1 are free too, for the broker's VIP channel and its
+// HA listener).
 func freePort(t testing.TB, vip bool) int {
 	t.Helper()
 	portMu.Lock()
@@ -270,16 +277,23 @@ func freePort(t testing.TB, vip bool) int {
 		}
 		p := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		if usedPorts[p] || (vip && (p < 1026 || usedPorts[p-2])) {
+		if usedPorts[p] || (vip && (p < 1026 || p > 65534 || usedPorts[p-2] || usedPorts[p+1])) {
 			continue
 		}
 		if vip {
-			l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p-2))
-			if err != nil {
+			free := true
+			for _, q := range []int{p - 2, p + 1} {
+				l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
+				if err != nil {
+					free = false
+					break
+				}
+				l2.Close()
+			}
+			if !free {
 				continue
 			}
-			l2.Close()
-			usedPorts[p-2] = true
+			usedPorts[p-2], usedPorts[p+1] = true, true
 		}
 		usedPorts[p] = true
 		return p

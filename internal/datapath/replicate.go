@@ -1,0 +1,80 @@
+package datapath
+
+import (
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+)
+
+// Broker roles as the data path reads them (store.Config's brokerRole).
+const roleSlave = store.Slave
+
+// rejectRequest is RocketMQ's answer to a request a processor rejects
+// (SYSTEM_BUSY with the [REJECTREQUEST] remark).
+const rejectRequest = "[REJECTREQUEST]system busy, start flow control for a while"
+
+// slaveRefusal answers a send on a slave: its log holds only its master's
+// bytes.
+func (d *Path) slaveRefusal(req *remoting.Command) *remoting.Command {
+	if d.config().BrokerRole != roleSlave {
+		return nil
+	}
+	return remoting.NewResponse(req, remoting.SystemBusy, rejectRequest+": the broker is a slave (brokerRole=SLAVE); send to its master")
+}
+
+// slavePullRefusal answers a pull on a slave started without
+// slaveReadEnable, as RocketMQ 5 does, naming the key.
+func (d *Path) slavePullRefusal(req *remoting.Command) *remoting.Command {
+	cfg := d.config()
+	if cfg.BrokerRole != roleSlave || cfg.SlaveReadEnable {
+		return nil
+	}
+	return remoting.NewResponse(req, remoting.SystemBusy, rejectRequest+": the broker is a slave and slaveReadEnable=false")
+}
+
+// replicated wraps a put's completion: on a SYNC_MASTER (Deps.WaitReplicated
+// set) a stored message that asked to wait (waitStoreMsgOK) is answered
+// once the replication wait ends, with the worse of the flush's and the
+// replication's outcome. The wait only registers the put (the group
+// transfer answers it); it never runs under the put lock's hold of the
+// caller and never blocks.
+func (d *Path) replicated(wait bool, done func(store.PutResult)) func(store.PutResult) {
+	if d.waitReplicated == nil || !wait {
+		return done
+	}
+	return func(r store.PutResult) {
+		if r.Status != store.PutOK && r.Status != store.FlushDiskTimeout {
+			done(r)
+			return
+		}
+		end := r.WroteOffset + int64(r.WroteBytes)
+		d.waitReplicated(end, func(s store.PutStatus) { done(CombineReplication(r, s)) })
+	}
+}
+
+// CombineReplication is the answer to a put whose flush ended with r and
+// whose replication wait ended with replica, as RocketMQ's CommitLog
+// combines them: a failed replication (FLUSH_SLAVE_TIMEOUT,
+// SLAVE_NOT_AVAILABLE) overrides the flush's status, otherwise the
+// flush's status (PUT_OK or FLUSH_DISK_TIMEOUT) stands.
+func CombineReplication(r store.PutResult, replica store.PutStatus) store.PutResult {
+	switch replica {
+	case store.FlushSlaveTimeout:
+		r.Status, r.Remark = replica, "the slave did not acknowledge the message within slaveTimeout"
+	case store.SlaveNotAvailable:
+		r.Status, r.Remark = replica, "no slave is in sync (SYNC_MASTER waits for max(inSyncReplicas, 2) copies)"
+	}
+	return r
+}
+
+// waitStoreMsgOK reads the WAIT property (absent = true), as the store does.
+func waitStoreMsgOK(m *message.Inner) bool {
+	var v string
+	var ok bool
+	if m.PropertiesString != "" {
+		v, ok = message.LookupProperty(m.PropertiesString, message.PropertyWaitStoreMsgOK)
+	} else {
+		v, ok = m.Properties[message.PropertyWaitStoreMsgOK]
+	}
+	return !ok || v != "false"
+}
