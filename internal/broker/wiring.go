@@ -212,5 +212,6 @@ func dataDeps(b *Broker) datapath.Deps {
 		CountGet:    b.stats.countGet,
 		ColdTake:    b.cold.take,
 		ColdCharge:  b.cold.charge,
+		Stats:       b.traffic,
 	}
 }

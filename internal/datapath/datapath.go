@@ -116,6 +116,8 @@ type Deps struct {
 	// charge of bytes read.
 	ColdTake   func(rate int64) (allow int64, wait time.Duration)
 	ColdCharge func(n int64)
+	// Stats counts traffic per topic and group (nil counts nothing).
+	Stats Stats
 }
 
 // Path holds the data-path handlers; each Handle method answers one or
@@ -142,6 +144,7 @@ type Path struct {
 	routeWait   func(req *remoting.Command) <-chan struct{}
 	countPut    func(topic string, r store.PutResult)
 	countGet    func(topic string, msgs, bytes int)
+	stats       Stats
 	flow        *Flow
 
 	// Set once by UseExecutors, before the first request.
@@ -161,7 +164,7 @@ func New(d Deps) *Path {
 		config: d.Config, clock: clock.Or(d.Clock), logger: logger,
 		addr: d.Addr, storeHost: d.StoreHost, stopping: d.Stopping,
 		holdRoute: d.HoldRoute, routeWait: d.RouteWait,
-		countPut: d.CountPut, countGet: d.CountGet,
+		countPut: d.CountPut, countGet: d.CountGet, stats: statsOr(d.Stats),
 	}
 	p.flow = newFlow(p, d.ColdTake, d.ColdCharge)
 	return p

@@ -154,6 +154,7 @@ func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.In
 	rs := c.Defer(req)
 	err := d.PutMessage(m, func(r store.PutResult) {
 		d.countPut(m.Topic, r)
+		d.countTopicPut(m.Topic, m.QueueID, r)
 		d.replyLater(rs, d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
 	})
 	if err != nil {
@@ -375,6 +376,7 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 	rs := c.Defer(req)
 	d.store.PutMessages(batch, func(r store.PutResult) {
 		d.countPut(h.topic, r)
+		d.countTopicPut(h.topic, qid, r)
 		offs := r.Offsets
 		if len(offs) == 0 && r.Status == store.PutOK {
 			offs = []int64{r.WroteOffset}
