@@ -195,7 +195,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.longPoll = longpoll.New(longPollDeps(b))
 	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
 	b.cold = &coldReadBudget{clock: b.clock}
-	b.traffic = newTrafficStats(&cfg, b.clock)
+	b.traffic = newTrafficStats(&cfg)
 	b.data = datapath.New(dataDeps(b))
 	b.flow = b.data.Flow()
 	b.proc = processor.New(processorDeps(b))

@@ -6,17 +6,17 @@ import (
 	"strings"
 
 	"github.com/spoolmq/spool/internal/brokerstats"
-	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/console"
 	"github.com/spoolmq/spool/internal/metrics"
 	"github.com/spoolmq/spool/internal/systopic"
 )
 
 // newTrafficStats builds the per-topic and per-group traffic stats
-// (RocketMQ's BrokerStatsManager) of cfg.
-func newTrafficStats(cfg *Config, clk clock.Clock) *brokerstats.Manager {
+// (RocketMQ's BrokerStatsManager) of cfg. Their windows follow the wall
+// clock: Options.Clock is what the broker's services decide by, and the
+// sampler must not wait on a test's manual clock.
+func newTrafficStats(cfg *Config) *brokerstats.Manager {
 	return brokerstats.New(brokerstats.Options{
-		Clock:         clk,
 		ClusterName:   cfg.BrokerClusterName,
 		DetailStats:   cfg.EnableDetailStat,
 		IsSystemTopic: systopic.IsSystem,
