@@ -14,6 +14,7 @@ import (
 	"github.com/spoolmq/spool/internal/adminbody"
 	"github.com/spoolmq/spool/internal/brokerstats"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -90,8 +91,12 @@ func TestMetricsAndConsoleAfterProduceAndConsume(t *testing.T) {
 	if r := e.invoke(goRequest(remoting.HeartBeat, nil, goHeartbeat("10.0.0.9@1", group, topic, "*"))); r.Code != remoting.Success {
 		t.Fatalf("heartbeat: %d %q", r.Code, r.Remark)
 	}
+	var first *remoting.Command
 	for i := 0; i < 5; i++ {
-		e.mustSend(topic, 0, "", "message body")
+		r := e.mustSend(topic, 0, "", "message body")
+		if first == nil {
+			first = r
+		}
 	}
 	e.waitDispatched(topic, 0, 5)
 	pr := e.invoke(pullReq(group, topic, 0, 0, 0, 0, "*"))
@@ -104,6 +109,21 @@ func TestMetricsAndConsoleAfterProduceAndConsume(t *testing.T) {
 	if r := e.invoke(goRequest(remoting.UpdateConsumerOffset, map[string]string{
 		"consumerGroup": group, "topic": topic, "queueId": "0", "commitOffset": "3"}, nil)); r.Code != remoting.Success {
 		t.Fatalf("commit: %d %q", r.Code, r.Remark)
+	}
+
+	// One message sent back for retry: SNDBCK_PUT_NUMS counts it under the
+	// original topic.
+	msgID := first.ExtFields["msgId"]
+	_, off, err := message.ParseOffsetMsgID(msgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.invoke(goRequest(remoting.ConsumerSendMsgBack, map[string]string{
+		"offset": itoa64(off), "group": group, "delayLevel": "0", "originMsgId": msgID, "originTopic": topic}, nil)); r.Code != remoting.Success {
+		t.Fatalf("send back: %d %q", r.Code, r.Remark)
+	}
+	if v, n := e.b.traffic.Totals(brokerstats.SndbckPutNums, brokerstats.Key{Topic: topic, Group: group}); v != 1 || n != 1 {
+		t.Errorf("SNDBCK_PUT_NUMS %s@%s = %d (%d increments), want 1", topic, group, v, n)
 	}
 
 	code, body := httpGet(t, "http://"+addr+"/metrics")
@@ -161,6 +181,10 @@ func TestMetricsAndConsoleAfterProduceAndConsume(t *testing.T) {
 	}
 	if want := `<td>` + topic + `</td><td>0</td><td>5</td><td>3</td><td class="lag">2</td>`; !strings.Contains(page, want) {
 		t.Errorf("group page lacks %q\n%s", want, page)
+	}
+	// The console finds the first message by its id.
+	if _, page := httpGet(t, "http://"+addr+"/message?id="+msgID); !strings.Contains(page, "1 message(s) found") || !strings.Contains(page, msgID) {
+		t.Errorf("lookup of %s:\n%s", msgID, page)
 	}
 	if _, page := httpGet(t, "http://"+addr+"/"); !strings.Contains(page, "broker-a") {
 		t.Errorf("front page lacks the broker name\n%s", page)
