@@ -10,6 +10,7 @@ import (
 	"github.com/spoolmq/spool/internal/metrics"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/systopic"
+	"github.com/spoolmq/spool/internal/timer"
 )
 
 // metricsSnapshot is the broker's metrics.Source: every figure is read
@@ -38,6 +39,7 @@ func (b *Broker) metricsSnapshot() *metrics.Snapshot {
 		SizeBytes:           max(b.store.MaxPhyOffset()-b.store.MinPhyOffset(), 0),
 		DispatchBehindBytes: b.store.DispatchBehindBytes(),
 	}
+	s.Timer = b.timerFigures()
 	st := b.store.Stats()
 	s.Spool = metrics.SpoolFigures{
 		PutLockHold: secondsHistogram(st.PutLockHold),
@@ -53,6 +55,22 @@ func (b *Broker) metricsSnapshot() *metrics.Snapshot {
 		ColdReadThrottled:           uint64(b.flow.ColdHeld.Load() + b.flow.ColdLimited.Load()),
 	}
 	return s
+}
+
+// timerFigures are the timing wheel's gauges as GET_BROKER_RUNTIME_INFO
+// reads them: the enqueue lag is the timer messages stored but not yet
+// linked into the wheel (timerOffsetBehind), the dequeue latency how far
+// the wheel's hand is behind the clock (timerReadBehind, in ms). Zero
+// without the wheel.
+func (b *Broker) timerFigures() metrics.TimerFigures {
+	var f metrics.TimerFigures
+	if ts, ok := b.TimerStats(); ok {
+		f.EnqueueLag = max(b.store.MaxOffsetInQueue(timer.Topic, 0)-ts.EnqueueOffset, 0)
+		if ts.Cursor > 0 {
+			f.DequeueLatencyMs = max(b.clock.Now().Unix()-ts.Cursor, 0) * 1000
+		}
+	}
+	return f
 }
 
 // groupKey names one group's figures on one topic.
