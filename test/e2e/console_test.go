@@ -119,6 +119,13 @@ func TestConsoleShowsConsumerLagInBrowser(t *testing.T) {
 		t.Errorf("the browser's DOM shows no total lag of %d", unconsumed)
 	}
 
+	// The front page's chart script polls the console's JSON endpoint and
+	// writes the current rates (virtual time lets it run a few polls).
+	front := runChromium(t, append(chromiumArgs(t.TempDir()), "--virtual-time-budget=5000", "--dump-dom", base+"/")...)
+	if !regexp.MustCompile(`<span id="now">now: [0-9.]+ in/s, [0-9.]+ out/s</span>`).MatchString(front) {
+		t.Errorf("the front page's throughput chart did not update:\n%s", front)
+	}
+
 	// Kept under -outputdir with go test -artifacts, else removed with the
 	// test's temporary files.
 	dir := t.ArtifactDir()
