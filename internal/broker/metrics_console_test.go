@@ -207,6 +207,12 @@ func TestMetricsAndConsoleAfterProduceAndConsume(t *testing.T) {
 	if resp.Code != remoting.SystemError || resp.Remark != "The stats <GROUP_GET_NUMS> <nope@"+group+"> not exist" {
 		t.Errorf("absent item: %d %q", resp.Code, resp.Remark)
 	}
+	if _, n := e.b.traffic.Totals(brokerstats.GroupGetLatency, brokerstats.Key{Topic: topic, Group: group, QueueID: 0}); n != 1 {
+		t.Errorf("GROUP_GET_LATENCY 0@%s@%s: %d increments, want 1 (one pull)", topic, group, n)
+	}
+	if _, ok := e.b.traffic.View("QUEUE_PUT_NUMS", topic+"@0"); !ok {
+		t.Errorf("no QUEUE_PUT_NUMS %s@0 with enableDetailStat=true", topic)
+	}
 	if v, _ := e.b.traffic.Totals(brokerstats.TopicPutNums, brokerstats.Key{Topic: topic}); v != 5 {
 		t.Errorf("TOPIC_PUT_NUMS total %d, want 5", v)
 	}

@@ -236,7 +236,7 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 	case store.Found:
 		resp.Code = remoting.Success
 		d.countGet(h.topic, len(res.Buffers), res.BufferTotalSize)
-		d.stats.IncGroupGet(h.consumerGroup, h.topic, h.queueID, len(res.Buffers), int64(res.BufferTotalSize))
+		d.countGroupGet(h.consumerGroup, h.topic, h.queueID, res)
 	case store.MessageWasRemoving, store.NoMatchedMessage:
 		resp.Code = remoting.PullRetryImmediately
 	case store.NoMatchedLogicQueue, store.NoMessageInQueue:

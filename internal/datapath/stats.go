@@ -1,6 +1,11 @@
 package datapath
 
-import "github.com/spoolmq/spool/internal/store"
+import (
+	"encoding/binary"
+
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/message"
+)
 
 // Stats receives the per-topic and per-group traffic counts of the send,
 // pull and send-back paths (internal/brokerstats implements it). Each call
@@ -12,6 +17,10 @@ type Stats interface {
 	// IncGroupGet counts msgs messages of size bytes pulled by group from
 	// queue queueID of topic.
 	IncGroupGet(group, topic string, queueID int32, msgs int, size int64)
+	// IncGroupGetLatency counts the milliseconds the last message of a
+	// pull waited in the store (GROUP_GET_LATENCY, as RocketMQ measures
+	// it when it reads a pull's result).
+	IncGroupGetLatency(group, topic string, queueID int32, ms int64)
 	// IncSendBack counts a message group sent back for retry from topic.
 	IncSendBack(group, topic string)
 }
@@ -19,9 +28,10 @@ type Stats interface {
 // noStats is the Stats of a data path built without one.
 type noStats struct{}
 
-func (noStats) IncTopicPut(string, int32, int, int64)         {}
-func (noStats) IncGroupGet(string, string, int32, int, int64) {}
-func (noStats) IncSendBack(string, string)                    {}
+func (noStats) IncTopicPut(string, int32, int, int64)           {}
+func (noStats) IncGroupGet(string, string, int32, int, int64)   {}
+func (noStats) IncGroupGetLatency(string, string, int32, int64) {}
+func (noStats) IncSendBack(string, string)                      {}
 
 func statsOr(s Stats) Stats {
 	if s == nil {
@@ -38,4 +48,31 @@ func (d *Path) countTopicPut(topic string, queueID int32, r store.PutResult) {
 	case store.PutOK, store.FlushDiskTimeout, store.FlushSlaveTimeout, store.SlaveNotAvailable:
 		d.stats.IncTopicPut(topic, queueID, int(max(r.MsgNum, 1)), int64(r.WroteBytes))
 	}
+}
+
+// countGroupGet counts a found pull: its messages and bytes, and how long
+// its last message waited in the store.
+func (d *Path) countGroupGet(group, topic string, queueID int32, res *store.GetResult) {
+	d.stats.IncGroupGet(group, topic, queueID, len(res.Buffers), int64(res.BufferTotalSize))
+	if ts := lastStoreTimestamp(res.Buffers); ts > 0 {
+		d.stats.IncGroupGetLatency(group, topic, queueID, max(d.nowMillis()-ts, 0))
+	}
+}
+
+// lastStoreTimestamp is the store time of the last record of bufs (one
+// record each), or 0 when there is none.
+func lastStoreTimestamp(bufs [][]byte) int64 {
+	if len(bufs) == 0 {
+		return 0
+	}
+	rec := bufs[len(bufs)-1]
+	const sysFlagAt = 36
+	if len(rec) < sysFlagAt+4 {
+		return 0
+	}
+	at := message.StoreTimestampPos(int32(binary.BigEndian.Uint32(rec[sysFlagAt:])))
+	if len(rec) < at+8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(rec[at:]))
 }
