@@ -210,6 +210,9 @@ func TestMetricsAndConsoleAfterProduceAndConsume(t *testing.T) {
 	if _, n := e.b.traffic.Totals(brokerstats.GroupGetLatency, brokerstats.Key{Topic: topic, Group: group, QueueID: 0}); n != 1 {
 		t.Errorf("GROUP_GET_LATENCY 0@%s@%s: %d increments, want 1 (one pull)", topic, group, n)
 	}
+	if _, n := e.b.traffic.Totals(brokerstats.TopicPutLatency, brokerstats.Key{Topic: topic, QueueID: 0}); n != 5 {
+		t.Errorf("TOPIC_PUT_LATENCY 0@%s: %d increments, want 5 (one a send)", topic, n)
+	}
 	if _, ok := e.b.traffic.View("QUEUE_PUT_NUMS", topic+"@0"); !ok {
 		t.Errorf("no QUEUE_PUT_NUMS %s@0 with enableDetailStat=true", topic)
 	}

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/message"
@@ -14,6 +15,9 @@ type Stats interface {
 	// IncTopicPut counts msgs messages of size bytes stored in queue
 	// queueID of topic.
 	IncTopicPut(topic string, queueID int32, msgs int, size int64)
+	// IncTopicPutLatency counts the milliseconds a put took from its
+	// request to the store's completion (TOPIC_PUT_LATENCY).
+	IncTopicPutLatency(topic string, queueID int32, ms int64)
 	// IncGroupGet counts msgs messages of size bytes pulled by group from
 	// queue queueID of topic.
 	IncGroupGet(group, topic string, queueID int32, msgs int, size int64)
@@ -29,6 +33,7 @@ type Stats interface {
 type noStats struct{}
 
 func (noStats) IncTopicPut(string, int32, int, int64)           {}
+func (noStats) IncTopicPutLatency(string, int32, int64)         {}
 func (noStats) IncGroupGet(string, string, int32, int, int64)   {}
 func (noStats) IncGroupGetLatency(string, string, int32, int64) {}
 func (noStats) IncSendBack(string, string)                      {}
@@ -42,11 +47,13 @@ func statsOr(s Stats) Stats {
 
 // countTopicPut counts a producer's put into the traffic stats when the
 // store took it (PUT_OK, or a flush or replica wait that timed out), as
-// RocketMQ's send processor counts: the messages and bytes written.
-func (d *Path) countTopicPut(topic string, queueID int32, r store.PutResult) {
+// RocketMQ's send processor counts: the messages and bytes written, and
+// the time since start, when the request was read.
+func (d *Path) countTopicPut(topic string, queueID int32, r store.PutResult, start time.Time) {
 	switch r.Status {
 	case store.PutOK, store.FlushDiskTimeout, store.FlushSlaveTimeout, store.SlaveNotAvailable:
 		d.stats.IncTopicPut(topic, queueID, int(max(r.MsgNum, 1)), int64(r.WroteBytes))
+		d.stats.IncTopicPutLatency(topic, queueID, time.Since(start).Milliseconds())
 	}
 }
 
@@ -76,3 +83,7 @@ func lastStoreTimestamp(bufs [][]byte) int64 {
 	}
 	return int64(binary.BigEndian.Uint64(rec[at:]))
 }
+
+// putStart is the start of a put's TOPIC_PUT_LATENCY (a measurement on the
+// monotonic clock, not a decision).
+func putStart() time.Time { return time.Now() }
