@@ -254,3 +254,13 @@ func init() {
 		requestNames[code] = name
 	}
 }
+
+// ViewBrokerStatsData is RocketMQ's VIEW_BROKER_STATS_DATA: the minute,
+// hour and day windows of one of the broker's stats items.
+const ViewBrokerStatsData int32 = 315
+
+func init() {
+	for code, name := range map[int32]string{ViewBrokerStatsData: "VIEW_BROKER_STATS_DATA"} {
+		requestNames[code] = name
+	}
+}

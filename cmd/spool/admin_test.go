@@ -91,6 +91,23 @@ func (f *adminFixture) refusedOrOK(request string, args ...string) (string, bool
 	return err.Error(), false
 }
 
+// refusedAnyOrOK is refusedOrOK for a command that sends several
+// requests: it succeeds, or the broker refuses one of requests.
+func (f *adminFixture) refusedAnyOrOK(requests []string, args ...string) (string, bool) {
+	f.t.Helper()
+	out, err := f.run(args...)
+	if err == nil {
+		return out, true
+	}
+	for _, r := range requests {
+		if strings.Contains(err.Error(), r) && strings.Contains(err.Error(), "the broker answered code") {
+			return err.Error(), false
+		}
+	}
+	f.t.Fatalf("admin %s: %v", strings.Join(args, " "), err)
+	return "", false
+}
+
 func startStandalone(t *testing.T) *adminFixture {
 	t.Helper()
 	dir := t.TempDir()

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/brokerstats"
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/datapath"
@@ -92,6 +93,9 @@ type Broker struct {
 	txCheck   transactionService
 	timers    *timer.Service // nil when timerWheelEnable is off
 	stats     *brokerStats
+	traffic   *brokerstats.Manager
+	statsProc *processor.BrokerStats
+	http      *httpListener // nil unless metricsExporterType=PROM
 	data      *datapath.Path
 	flow      *datapath.Flow
 	cold      *coldReadBudget
@@ -196,10 +200,12 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.longPoll = longpoll.New(longPollDeps(b))
 	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
 	b.cold = &coldReadBudget{clock: b.clock}
+	b.traffic = newTrafficStats(&cfg)
 	b.data = datapath.New(dataDeps(b))
 	b.flow = b.data.Flow()
 	b.proc = processor.New(processorDeps(b))
 	b.admin = processor.NewAdmin(adminDeps(b))
+	b.statsProc = processor.NewBrokerStats(b.traffic)
 	b.server = transport.NewServer(transport.ServerConfig{
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,
@@ -326,6 +332,10 @@ func (b *Broker) Start() error {
 	b.background(b.housekeeping)
 	b.background(func() { b.stats.run(b.stop, b.timerTotals, b.clock) })
 	b.background(func() { b.flow.Run(b.stop) })
+	b.background(func() { b.traffic.Run(b.stop) })
+	if err := b.startHTTP(); err != nil {
+		return fail(err)
+	}
 	b.background(func() { b.longPoll.Run(b.stop) })
 	b.registrar.round()
 	b.background(b.registrar.run)
@@ -398,6 +408,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if err := b.server.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close listeners: %w", err))
 	}
+	b.stopHTTP(ctx)
 	close(b.stop)
 	b.registrar.stopRounds()
 	b.bg.Wait()

@@ -123,6 +123,18 @@ type Config struct {
 	TransactionCheckReadMsgsPerSecond  int64 `prop:"transactionCheckReadMsgsPerSecond" live:"true"`
 	TransactionCheckReadBytesPerSecond int64 `prop:"transactionCheckReadBytesPerSecond" live:"true"`
 
+	// EnableDetailStat keeps the per-queue traffic stats (QUEUE_PUT_NUMS,
+	// QUEUE_GET_NUMS, ...).
+	EnableDetailStat bool `prop:"enableDetailStat"`
+	// MetricsExporterType is PROM to serve /metrics (and the console) on
+	// MetricsPromExporterHost:MetricsPromExporterPort; DISABLE and the
+	// exporters Spool does not build serve nothing. MetricsLabel adds
+	// labels to every series ("k1:v1,k2:v2").
+	MetricsExporterType     string `prop:"metricsExporterType"`
+	MetricsPromExporterHost string `prop:"metricsPromExporterHost"`
+	MetricsPromExporterPort int    `prop:"metricsPromExporterPort"`
+	MetricsLabel            string `prop:"metricsLabel"`
+
 	// TimerWheelEnable (a RocketMQ store key) sends messages with
 	// TIMER_DELIVER_MS, TIMER_DELAY_SEC or TIMER_DELAY_MS to the timing
 	// wheel; off, they are refused with SYSTEM_ERROR.
@@ -214,6 +226,10 @@ func DefaultConfig() Config {
 
 		TransactionCheckReadMsgsPerSecond:  1000,
 		TransactionCheckReadBytesPerSecond: 8 << 20,
+
+		EnableDetailStat:        true,
+		MetricsExporterType:     "DISABLE",
+		MetricsPromExporterPort: 5557,
 
 		TimerWheelEnable: true,
 		HA:               DefaultHAConfig(),

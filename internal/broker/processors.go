@@ -86,6 +86,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.GetBrokerConfig, b.handleGetBrokerConfig, admin)
 	reg(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig, admin)
 	reg(remoting.EvictPageCache, b.proc.HandleEvictPageCache, admin)
+	reg(remoting.ViewBrokerStatsData, b.statsProc.HandleViewBrokerStatsData, admin)
 
 	reg(remoting.GetTopicStatsInfo, b.admin.HandleGetTopicStatsInfo, admin)
 	reg(remoting.GetConsumeStats, b.admin.HandleGetConsumeStats, admin)

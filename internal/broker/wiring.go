@@ -216,5 +216,6 @@ func dataDeps(b *Broker) datapath.Deps {
 		ColdCharge:  b.cold.charge,
 
 		WaitReplicated: b.waitReplicated(),
+		Stats:          b.traffic,
 	}
 }

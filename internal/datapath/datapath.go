@@ -125,6 +125,8 @@ type Deps struct {
 	// enough copies (PutOK), or with FlushSlaveTimeout or
 	// SlaveNotAvailable. It must not block.
 	WaitReplicated func(end int64, done func(store.PutStatus))
+	// Stats counts traffic per topic and group (nil counts nothing).
+	Stats Stats
 }
 
 // Path holds the data-path handlers; each Handle method answers one or
@@ -151,6 +153,7 @@ type Path struct {
 	routeWait   func(req *remoting.Command) <-chan struct{}
 	countPut    func(topic string, r store.PutResult)
 	countGet    func(topic string, msgs, bytes int)
+	stats       Stats
 	flow        *Flow
 	// waitReplicated is Deps.WaitReplicated.
 	waitReplicated func(end int64, done func(store.PutStatus))
@@ -172,7 +175,7 @@ func New(d Deps) *Path {
 		config: d.Config, clock: clock.Or(d.Clock), logger: logger,
 		addr: d.Addr, storeHost: d.StoreHost, stopping: d.Stopping,
 		holdRoute: d.HoldRoute, routeWait: d.RouteWait,
-		countPut: d.CountPut, countGet: d.CountGet,
+		countPut: d.CountPut, countGet: d.CountGet, stats: statsOr(d.Stats),
 		waitReplicated: d.WaitReplicated,
 	}
 	p.flow = newFlow(p, d.ColdTake, d.ColdCharge)

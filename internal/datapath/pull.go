@@ -239,6 +239,7 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 	case store.Found:
 		resp.Code = remoting.Success
 		d.countGet(h.topic, len(res.Buffers), res.BufferTotalSize)
+		d.countGroupGet(h.consumerGroup, h.topic, h.queueID, res)
 	case store.MessageWasRemoving, store.NoMatchedMessage:
 		resp.Code = remoting.PullRetryImmediately
 	case store.NoMatchedLogicQueue, store.NoMessageInQueue:

@@ -155,8 +155,10 @@ func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.In
 			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
 	}
 	rs := c.Defer(req)
+	start := putStart()
 	err := d.PutMessage(m, func(r store.PutResult) {
 		d.countPut(m.Topic, r)
+		d.countTopicPut(m.Topic, m.QueueID, r, start)
 		d.replyLater(rs, d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
 	})
 	if err != nil {
@@ -376,8 +378,10 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 	}
 	qid := t.queueID
 	rs := c.Defer(req)
+	start := putStart()
 	d.store.PutMessages(batch, d.replicated(true, func(r store.PutResult) {
 		d.countPut(h.topic, r)
+		d.countTopicPut(h.topic, qid, r, start)
 		offs := r.Offsets
 		if len(offs) == 0 && r.Status == store.PutOK {
 			offs = []int64{r.WroteOffset}

@@ -64,6 +64,7 @@ func (d *Path) HandleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comman
 	if props[message.PropertyRetryTopic] == "" {
 		props[message.PropertyRetryTopic] = ext.Topic
 	}
+	backTopic := props[message.PropertyRetryTopic] // SNDBCK_PUT_NUMS's topic, as RocketMQ's
 	props[message.PropertyWaitStoreMsgOK] = "false"
 	maxTimes := int32(sg.RetryMaxTimes)
 	if req.Version >= versionV3_4_9 && hasMax {
@@ -107,6 +108,7 @@ func (d *Path) HandleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comman
 	d.store.PutMessage(m, func(r store.PutResult) {
 		d.countPut(m.Topic, r)
 		if r.Status == store.PutOK {
+			d.stats.IncSendBack(group, backTopic)
 			d.replyLater(rs, remoting.NewResponse(req, remoting.Success, ""))
 			return
 		}
