@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/authserve"
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/datapath"
@@ -77,6 +78,7 @@ type Broker struct {
 	clock   clock.Clock
 	store   store.MessageStore
 	server  *transport.Server
+	authsrv *authserve.Service // access control (auth.go)
 
 	topics    *metadata.TopicConfigManager
 	groups    *metadata.SubscriptionGroupManager
@@ -194,7 +196,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.data = datapath.New(dataDeps(b))
 	b.flow = b.data.Flow()
 	b.proc = processor.New(processorDeps(b))
+	if b.authsrv, err = openAuth(&cfg, opts.StoreConfig.StorePathRootDir, logger); err != nil {
+		return nil, err
+	}
 	b.server = transport.NewServer(transport.ServerConfig{
+		Authorize:          b.authsrv.Hook(),
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,
 		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
@@ -316,6 +322,7 @@ func (b *Broker) Start() error {
 	b.background(func() { b.stats.run(b.stop, b.timerTotals, b.clock) })
 	b.background(func() { b.flow.Run(b.stop) })
 	b.background(func() { b.longPoll.Run(b.stop) })
+	b.background(func() { b.authsrv.RunReload(b.stop, 5*time.Second) })
 	b.registrar.round()
 	b.background(b.registrar.run)
 	b.background(b.registrar.runTopicChanges)

@@ -216,6 +216,7 @@ func (r *registrar) each(ctx context.Context, build func() *remoting.Command) er
 		go func() {
 			defer wg.Done()
 			req := build()
+			r.b.authsrv.Sign(req)
 			resp, err := r.client.Invoke(ctx, a, req)
 			switch {
 			case err != nil:
@@ -227,6 +228,7 @@ func (r *registrar) each(ctx context.Context, build func() *remoting.Command) er
 	}
 	if r.local != nil {
 		req := build()
+		r.b.authsrv.Sign(req)
 		if resp := r.local.Handle(req); resp == nil {
 			errs[len(addrs)] = fmt.Errorf("%w: %s in-process: no answer", ErrRegister, remoting.RequestName(req.Code))
 		} else if resp.Code != remoting.Success {

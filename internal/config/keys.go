@@ -58,7 +58,6 @@ func whenAbove(limit int64, reason string) func(string) string {
 
 const (
 	noReplication = "replication (master/slave, DLedger, controller) is not built; a single master acknowledges alone"
-	noAccess      = "access control is not built; every client would be allowed"
 )
 
 // refusals maps a key to its rule. Remove a rule when Spool builds what it
@@ -84,9 +83,6 @@ var refusals = map[string]refusalRule{
 	"totalReplicas":           {refuse: whenAbove(1, noReplication)},
 	"inSyncReplicas":          {refuse: whenAbove(1, noReplication)},
 	"minInSyncReplicas":       {refuse: whenAbove(1, noReplication)},
-	"aclEnable":               {refuse: whenTrue(noAccess)},
-	"authenticationEnabled":   {refuse: whenTrue(noAccess)},
-	"authorizationEnabled":    {refuse: whenTrue(noAccess)},
 	"enableControllerInNamesrv": {refuse: whenTrue(
 		"a controller inside the name server is not built; run a standalone controller (spool controller -c controller.conf) and point controllerAddr at its listenPort")},
 	"rejectTransactionMessage": {onlyUnbuilt: true, refuse: whenTrue(
