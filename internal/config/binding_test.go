@@ -60,8 +60,7 @@ func TestBindClasses(t *testing.T) {
 		},
 		{name: "sync master refused", props: map[string]string{"brokerRole": "SYNC_MASTER"}, wantErr: ErrNotBuilt, errContains: []string{"brokerRole=SYNC_MASTER"}},
 		{name: "slave refused", props: map[string]string{"brokerRole": "slave"}, wantErr: ErrNotBuilt, errContains: []string{"brokerRole=slave"}},
-		{name: "access control is accepted", props: map[string]string{"aclEnable": "true", "authenticationEnabled": "true", "authorizationEnabled": "true"},
-			unbuilt: []string{"aclEnable", "authenticationEnabled", "authorizationEnabled"}},
+		{name: "acl refused", props: map[string]string{"aclEnable": "true"}, wantErr: ErrNotBuilt, errContains: []string{"aclEnable=true"}},
 		{name: "controller refused", props: map[string]string{"enableControllerMode": "True"}, wantErr: ErrNotBuilt, errContains: []string{"enableControllerMode"}},
 		{name: "duplication refused", props: map[string]string{"duplicationEnable": "true"}, wantErr: ErrNotBuilt, errContains: []string{"duplicationEnable"}},
 		{name: "dledger refused", props: map[string]string{"enableDLegerCommitLog": "true"}, wantErr: ErrNotBuilt},
@@ -80,9 +79,9 @@ func TestBindClasses(t *testing.T) {
 		{name: "bad float", props: map[string]string{"diskMaxUsedSpaceRatio": "NaN"}, wantErr: ErrBadValue},
 		{
 			name:        "all errors reported, nothing applied",
-			props:       map[string]string{"listenPort": "1", "enableDLegerCommitLog": "true", "bogusKey": "x"},
+			props:       map[string]string{"listenPort": "1", "aclEnable": "true", "bogusKey": "x"},
 			wantErr:     ErrUnknownKey,
-			errContains: []string{"enableDLegerCommitLog", "bogusKey"},
+			errContains: []string{"aclEnable", "bogusKey"},
 			check: func(t *testing.T, b testBroker) {
 				if b.ListenPort != 10911 {
 					t.Fatalf("listenPort applied despite errors: %d", b.ListenPort)

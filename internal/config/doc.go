@@ -33,7 +33,7 @@
 //	declared by a target            -> applied             Report.Applied
 //	RocketMQ key, not declared      -> ignored, warn       Report.Unbuilt
 //	value weakening a promise       -> error ErrNotBuilt   e.g. brokerRole=SYNC_MASTER,
-//	                                                       enableDLegerCommitLog=true
+//	                                                       aclEnable=true
 //	unknown to RocketMQ and Spool   -> error ErrUnknownKey "... (did you mean listenPort?)"
 //
 // The environment override for the advertised address is SPOOL_BROKER_IP1

@@ -57,6 +57,7 @@ func whenAbove(limit int64, reason string) func(string) string {
 }
 
 const (
+	noAccess      = "access control is built in the broker only; every client of this server would be allowed"
 	noReplication = "replication (master/slave, DLedger, controller) is not built; a single master acknowledges alone"
 )
 
@@ -83,6 +84,11 @@ var refusals = map[string]refusalRule{
 	"totalReplicas":           {refuse: whenAbove(1, noReplication)},
 	"inSyncReplicas":          {refuse: whenAbove(1, noReplication)},
 	"minInSyncReplicas":       {refuse: whenAbove(1, noReplication)},
+	// Access control is built in the broker (which declares these keys);
+	// elsewhere (the name server) the keys would be ignored.
+	"aclEnable":             {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
+	"authenticationEnabled": {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
+	"authorizationEnabled":  {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
 	"enableControllerInNamesrv": {refuse: whenTrue(
 		"a controller inside the name server is not built; run a standalone controller (spool controller -c controller.conf) and point controllerAddr at its listenPort")},
 	"rejectTransactionMessage": {onlyUnbuilt: true, refuse: whenTrue(
