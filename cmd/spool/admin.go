@@ -149,6 +149,7 @@ func adminCmd() *cobra.Command {
 	evict.Flags().StringVar(&evictTopic, "topic", "", "only the records of this topic (default: the whole CommitLog)")
 
 	cmd.AddCommand(create, del, list, routeCmd, runtime, brokerConfig, evict)
+	addAuthCommands(cmd, &namesrv)
 	return cmd
 }
 
