@@ -32,6 +32,10 @@ type AuthConfig struct {
 	// MigrateAuthFromV1Enabled copies plain_acl.yml's accounts into the
 	// user and ACL store at start.
 	MigrateAuthFromV1Enabled bool `prop:"migrateAuthFromV1Enabled"`
+	// AuthAllowPlaintext (a Spool key) lets access control run without
+	// TLS on a non-loopback address, accepting that a captured request
+	// can be replayed (signatures carry no timestamp).
+	AuthAllowPlaintext bool `prop:"authAllowPlaintext"`
 }
 
 // secretKeys are the keys whose values never leave the broker

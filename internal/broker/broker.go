@@ -22,6 +22,7 @@ import (
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
+	"github.com/spoolmq/spool/internal/tlsconf"
 	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
@@ -55,6 +56,9 @@ type Options struct {
 	// check rounds, the read and cold-read budgets); nil = the wall clock.
 	// The timing wheel reads Config.Timer.Clock.
 	Clock clock.Clock
+	// TLS is the TLS configuration of the broker's ports and of its
+	// connections to name servers; nil = plain (tls.go).
+	TLS *tlsconf.Config
 }
 
 const (
@@ -79,6 +83,7 @@ type Broker struct {
 	store   store.MessageStore
 	server  *transport.Server
 	authsrv *authserve.Service // access control (auth.go)
+	tls     *brokerTLS         // nil: plain ports (tls.go)
 
 	topics    *metadata.TopicConfigManager
 	groups    *metadata.SubscriptionGroupManager
@@ -175,6 +180,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		// A TBW102 left in topics.json by a run with auto-create on would
 		// give producers a route for every unknown topic.
 		b.topics.Delete(topicAutoCreate)
+	}
+	if err := b.setupTLS(opts.TLS, &cfg); err != nil {
+		return nil, err
 	}
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
 	b.topics.OnChange = b.registrar.topicChanged
@@ -289,7 +297,7 @@ func (b *Broker) Start() error {
 	if bind == "" {
 		bind = "0.0.0.0"
 	}
-	la, err := b.server.Listen(net.JoinHostPort(bind, strconv.Itoa(cfg.ListenPort)))
+	la, err := b.listen("broker", net.JoinHostPort(bind, strconv.Itoa(cfg.ListenPort)))
 	if err != nil {
 		return fail(fmt.Errorf("listen on %s:%d: %w", bind, cfg.ListenPort, err))
 	}
@@ -300,7 +308,7 @@ func (b *Broker) Start() error {
 		if cfg.ListenPort > 2 {
 			vipPort = cfg.ListenPort - 2
 		}
-		va, err := b.server.Listen(net.JoinHostPort(bind, strconv.Itoa(vipPort)))
+		va, err := b.listen("vip", net.JoinHostPort(bind, strconv.Itoa(vipPort)))
 		if err != nil {
 			return fail(fmt.Errorf("listen on VIP port %s:%d (vipChannelEnable=false turns it off): %w", bind, vipPort, err))
 		}

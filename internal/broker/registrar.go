@@ -52,7 +52,7 @@ func newRegistrar(b *Broker, local LocalNamesrv) *registrar {
 		cancel: cancel,
 		b:      b,
 		local:  local,
-		client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second}),
+		client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second, Dial: b.dialer()}),
 		kick:   make(chan struct{}, 1),
 		changes: topicChanges{
 			pending: make(map[string]*routeBatch),
