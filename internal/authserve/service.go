@@ -229,7 +229,11 @@ func (s *Service) RunReload(stop <-chan struct{}, every time.Duration) {
 // Authorize is the transport's hook: nil lets the request through, else
 // the NO_PERMISSION answer.
 func (s *Service) Authorize(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	ip := sourceIP(c.RemoteAddr())
+	return s.decide(sourceIP(c.RemoteAddr()), req)
+}
+
+// decide is Authorize for a request from ip.
+func (s *Service) decide(ip string, req *remoting.Command) *remoting.Command {
 	if s.aclOn {
 		if v := s.v1.Load().Check(aclv1.Request{Code: req.Code, Ext: req.ExtFields, Body: req.Body,
 			Version: req.Version, RemoteIP: ip}); !v.Allowed {
