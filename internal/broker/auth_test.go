@@ -2,11 +2,13 @@ package broker
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/spoolmq/spool/internal/auth"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/tlsconf"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -129,5 +131,33 @@ func TestAuthSignsRegistration(t *testing.T) {
 	}
 	if err := auth.Verify(req.ExtFields, req.Body, req.Version, "inner-secret"); err != nil {
 		t.Fatalf("registration signature: %v", err)
+	}
+}
+
+// Access control over plain TCP on a non-loopback address is refused
+// unless authAllowPlaintext accepts it; loopback and TLS pass.
+func TestAuthNeedsTLSOffLoopback(t *testing.T) {
+	b := &Broker{logger: testLogger(t)}
+	cfg := testConfig()
+	cfg.AuthenticationEnabled = true
+	cfg.BindAddress = "0.0.0.0"
+	if err := b.setupTLS(nil, &cfg); !errors.Is(err, ErrConfig) {
+		t.Fatalf("plain on 0.0.0.0: %v, want ErrConfig", err)
+	}
+	tc, err := tlsconf.Parse(map[string]string{"tls.server.mode": "enforcing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.setupTLS(&tc, &cfg); err != nil {
+		t.Fatalf("enforcing on 0.0.0.0: %v", err)
+	}
+	b.tls = nil
+	cfg.AuthAllowPlaintext = true
+	if err := b.setupTLS(nil, &cfg); err != nil {
+		t.Fatalf("authAllowPlaintext: %v", err)
+	}
+	cfg.AuthAllowPlaintext, cfg.BindAddress = false, "127.0.0.1"
+	if err := b.setupTLS(nil, &cfg); err != nil {
+		t.Fatalf("loopback: %v", err)
 	}
 }
