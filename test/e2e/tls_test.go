@@ -18,6 +18,14 @@ import (
 // broker; a plain client is closed without an answer.
 func TestTLSEnforcing(t *testing.T) {
 	s := startSpool(t, "tls.server.mode=enforcing")
+	// The client's WithTls sets its process-wide default remoting
+	// configuration: put it back for the tests after this one (cleanups
+	// run last-in first-out, so this runs after the producer's shutdown).
+	t.Cleanup(func() {
+		if _, err := producer.NewDefaultProducer(producer.WithNameServer([]string{s.namesrvAddr}), producer.WithTls(false)); err != nil {
+			t.Errorf("reset WithTls: %v", err)
+		}
+	})
 	p := s.newProducer(t, "pg-tls", producer.WithTls(true))
 	var err error
 	waitFor(t, 30*time.Second, "a send over TLS", func() bool {
