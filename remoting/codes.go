@@ -162,7 +162,25 @@ var requestNames = map[int32]string{
 	SendReplyMessage: "SEND_REPLY_MESSAGE", SendReplyMessageV2: "SEND_REPLY_MESSAGE_V2",
 	PushReplyMessageToClient: "PUSH_REPLY_MESSAGE_TO_CLIENT", LitePullMessage: "LITE_PULL_MESSAGE",
 	BrokerHeartbeat: "BROKER_HEARTBEAT", EvictPageCache: "SPOOL_EVICT_PAGE_CACHE",
+	AuthCreateUser: "AUTH_CREATE_USER", AuthUpdateUser: "AUTH_UPDATE_USER", AuthDeleteUser: "AUTH_DELETE_USER",
+	AuthGetUser: "AUTH_GET_USER", AuthListUser: "AUTH_LIST_USER", AuthCreateACL: "AUTH_CREATE_ACL",
+	AuthUpdateACL: "AUTH_UPDATE_ACL", AuthDeleteACL: "AUTH_DELETE_ACL", AuthGetACL: "AUTH_GET_ACL",
+	AuthListACL: "AUTH_LIST_ACL",
 }
+
+// User and ACL management request codes (RocketMQ 5.3 RequestCode).
+const (
+	AuthCreateUser int32 = 3001
+	AuthUpdateUser int32 = 3002
+	AuthDeleteUser int32 = 3003
+	AuthGetUser    int32 = 3004
+	AuthListUser   int32 = 3005
+	AuthCreateACL  int32 = 3006
+	AuthUpdateACL  int32 = 3007
+	AuthDeleteACL  int32 = 3008
+	AuthGetACL     int32 = 3009
+	AuthListACL    int32 = 3010
+)
 
 // RequestName returns RocketMQ's name for a request code, or the number.
 func RequestName(code int32) string {

@@ -74,6 +74,7 @@ func (r *route) queues(bit int, count func(write, read int) int) []queueRef {
 func call(cli *transport.Client, addr string, req *remoting.Command, ok ...int32) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	signAdmin(req)
 	resp, err := cli.Invoke(ctx, addr, req)
 	if err != nil {
 		return nil, fmt.Errorf("%s to %s: %w", remoting.RequestName(req.Code), addr, err)

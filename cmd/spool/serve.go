@@ -186,6 +186,10 @@ func standaloneCmd() *cobra.Command {
 				}
 				f.store = abs
 			}
+			tc, err := takeTLS(props)
+			if err != nil {
+				return err
+			}
 			bc, sc, cfgFile, err := brokerConfigs(f, props, logger)
 			if err != nil {
 				return err
@@ -199,7 +203,7 @@ func standaloneCmd() *cobra.Command {
 			// The embedded name server is reached in process; no network
 			// registration to itself.
 			bc.NamesrvAddr = ""
-			b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, LocalNamesrv: ns, Logger: logger.With("process", "broker")})
+			b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, LocalNamesrv: ns, Logger: logger.With("process", "broker"), TLS: tc})
 			if err != nil {
 				ns.Shutdown()
 				return err
@@ -211,7 +215,7 @@ func standaloneCmd() *cobra.Command {
 				ns.Shutdown()
 				return err
 			}
-			if _, err := ns.Listen(f.namesrvListen); err != nil {
+			if _, err := serveNamesrv(ns, f.namesrvListen, tc, logger); err != nil {
 				shutdownBroker(b, logger)
 				ns.Shutdown()
 				return err
@@ -258,6 +262,10 @@ func namesrvCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			tc, err := takeTLS(props)
+			if err != nil {
+				return err
+			}
 			nc := namesrv.DefaultConfig()
 			report, err := config.Bind(props, &nc)
 			if err != nil {
@@ -273,7 +281,7 @@ func namesrvCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			addr, err := ns.Listen(listen)
+			addr, err := serveNamesrv(ns, listen, tc, logger)
 			if err != nil {
 				ns.Shutdown()
 				return err
@@ -303,6 +311,10 @@ func brokerCmd() *cobra.Command {
 			if f.namesrvAddr == "" {
 				f.namesrvAddr = os.Getenv("NAMESRV_ADDR")
 			}
+			tc, err := takeTLS(props)
+			if err != nil {
+				return err
+			}
 			bc, sc, cfgFile, err := brokerConfigs(f, props, logger)
 			if err != nil {
 				return err
@@ -310,7 +322,7 @@ func brokerCmd() *cobra.Command {
 			if bc.NamesrvAddr == "" {
 				return fmt.Errorf("no name server: give -n, NAMESRV_ADDR or namesrvAddr in the config")
 			}
-			b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, Logger: logger})
+			b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, Logger: logger, TLS: tc})
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spoolmq/spool/internal/authserve"
 	"github.com/spoolmq/spool/internal/brokerstats"
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/clock"
@@ -22,6 +23,7 @@ import (
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
+	"github.com/spoolmq/spool/internal/tlsconf"
 	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
@@ -55,6 +57,9 @@ type Options struct {
 	// check rounds, the read and cold-read budgets); nil = the wall clock.
 	// The timing wheel reads Config.Timer.Clock.
 	Clock clock.Clock
+	// TLS is the TLS configuration of the broker's ports and of its
+	// connections to name servers; nil = plain (tls.go).
+	TLS *tlsconf.Config
 }
 
 const (
@@ -78,6 +83,8 @@ type Broker struct {
 	clock   clock.Clock
 	store   store.MessageStore
 	server  *transport.Server
+	authsrv *authserve.Service // access control (auth.go)
+	tls     *brokerTLS         // nil: plain ports (tls.go)
 
 	topics    *metadata.TopicConfigManager
 	groups    *metadata.SubscriptionGroupManager
@@ -183,6 +190,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		// give producers a route for every unknown topic.
 		b.topics.Delete(topicAutoCreate)
 	}
+	if err := b.setupTLS(opts.TLS, &cfg); err != nil {
+		return nil, err
+	}
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
 	b.topics.OnChange = b.registrar.topicChanged
 	b.schedule = schedule.NewService(scheduleDeps(b, filepath.Join(configDir, "delayOffset.json")))
@@ -206,7 +216,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.proc = processor.New(processorDeps(b))
 	b.admin = processor.NewAdmin(adminDeps(b))
 	b.statsProc = processor.NewBrokerStats(b.traffic)
+	if b.authsrv, err = openAuth(&cfg, opts.StoreConfig.StorePathRootDir, logger); err != nil {
+		return nil, err
+	}
 	b.server = transport.NewServer(transport.ServerConfig{
+		Authorize:          b.authsrv.Hook(),
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,
 		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
@@ -297,7 +311,7 @@ func (b *Broker) Start() error {
 	if err := b.startTimers(); err != nil {
 		return fail(err)
 	}
-	la, err := b.server.Listen(net.JoinHostPort(bind, strconv.Itoa(cfg.ListenPort)))
+	la, err := b.listen("broker", net.JoinHostPort(bind, strconv.Itoa(cfg.ListenPort)))
 	if err != nil {
 		return fail(fmt.Errorf("listen on %s:%d: %w", bind, cfg.ListenPort, err))
 	}
@@ -308,7 +322,7 @@ func (b *Broker) Start() error {
 		if cfg.ListenPort > 2 {
 			vipPort = cfg.ListenPort - 2
 		}
-		va, err := b.server.Listen(net.JoinHostPort(bind, strconv.Itoa(vipPort)))
+		va, err := b.listen("vip", net.JoinHostPort(bind, strconv.Itoa(vipPort)))
 		if err != nil {
 			return fail(fmt.Errorf("listen on VIP port %s:%d (vipChannelEnable=false turns it off): %w", bind, vipPort, err))
 		}
@@ -337,6 +351,7 @@ func (b *Broker) Start() error {
 		return fail(err)
 	}
 	b.background(func() { b.longPoll.Run(b.stop) })
+	b.background(func() { b.authsrv.RunReload(b.stop, 5*time.Second) })
 	b.registrar.round()
 	b.background(b.registrar.run)
 	b.background(b.registrar.runTopicChanges)

@@ -17,6 +17,7 @@ import (
 func (b *Broker) handleGetBrokerConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	cfg := b.Config()
 	kv := config.Dump(&cfg, b.storeConfig())
+	redactSecrets(kv)
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
 		keys = append(keys, k)

@@ -33,6 +33,8 @@ type Config struct {
 	// VipChannelEnable (a Spool key) turns the listenPort-2 listener on or
 	// off.
 	VipChannelEnable bool `prop:"vipChannelEnable"`
+	// AuthConfig holds the access-control keys (auth.go).
+	AuthConfig
 
 	BrokerPermission            int    `prop:"brokerPermission" live:"true"`
 	AutoCreateTopicEnable       bool   `prop:"autoCreateTopicEnable" live:"true"`

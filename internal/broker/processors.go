@@ -70,6 +70,16 @@ func (b *Broker) registerProcessors() {
 
 	regLater(remoting.EndTransaction, b.data.HandleEndTransaction, endTx)
 
+	reg(remoting.AuthCreateUser, b.authsrv.HandleCreateUser, admin)
+	reg(remoting.AuthUpdateUser, b.authsrv.HandleUpdateUser, admin)
+	reg(remoting.AuthDeleteUser, b.authsrv.HandleDeleteUser, admin)
+	reg(remoting.AuthGetUser, b.authsrv.HandleGetUser, admin)
+	reg(remoting.AuthListUser, b.authsrv.HandleListUser, admin)
+	reg(remoting.AuthCreateACL, b.authsrv.HandleCreateACL, admin)
+	reg(remoting.AuthUpdateACL, b.authsrv.HandleUpdateACL, admin)
+	reg(remoting.AuthDeleteACL, b.authsrv.HandleDeleteACL, admin)
+	reg(remoting.AuthGetACL, b.authsrv.HandleGetACL, admin)
+	reg(remoting.AuthListACL, b.authsrv.HandleListACL, admin)
 	reg(remoting.GetMaxOffset, b.proc.HandleGetMaxOffset, admin)
 	reg(remoting.GetMinOffset, b.proc.HandleGetMinOffset, admin)
 	reg(remoting.SearchOffsetByTimestamp, b.proc.HandleSearchOffsetByTimestamp, admin)

@@ -52,7 +52,7 @@ func newRegistrar(b *Broker, local LocalNamesrv) *registrar {
 		cancel: cancel,
 		b:      b,
 		local:  local,
-		client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second}),
+		client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second, Dial: b.dialer()}),
 		kick:   make(chan struct{}, 1),
 		changes: topicChanges{
 			pending: make(map[string]*routeBatch),
@@ -219,6 +219,7 @@ func (r *registrar) each(ctx context.Context, build func() *remoting.Command) er
 		go func() {
 			defer wg.Done()
 			req := build()
+			r.b.authsrv.Sign(req)
 			resp, err := r.client.Invoke(ctx, a, req)
 			switch {
 			case err != nil:
@@ -232,6 +233,7 @@ func (r *registrar) each(ctx context.Context, build func() *remoting.Command) er
 	}
 	if r.local != nil {
 		req := build()
+		r.b.authsrv.Sign(req)
 		if resp := r.local.Handle(req); resp == nil {
 			errs[len(addrs)] = fmt.Errorf("%w: %s in-process: no answer", ErrRegister, remoting.RequestName(req.Code))
 		} else if resp.Code != remoting.Success {

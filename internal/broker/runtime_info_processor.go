@@ -173,6 +173,9 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("requestBodyBudgetPausedMills", ss.BodyBudgetPaused.Milliseconds())
 	i64("connections", int64(ss.Conns))
 	i64("heldPullRequests", int64(b.longPoll.Held()))
+	refused, refusedAuthn := b.authsrv.Refused()
+	i64("accessRefused", int64(refused))
+	i64("accessRefusedAuthentication", int64(refusedAuthn))
 
 	// Transactions: the check service's index and read budget.
 	tx := b.TransactionStats()

@@ -61,7 +61,7 @@ const (
 	// totalReplicas and minInSyncReplicas act only with
 	// enableSlaveActingMaster and enableAutoInSyncReplicas.
 	noActingMaster = "automatic in-sync replica counts (enableAutoInSyncReplicas, enableSlaveActingMaster) are not built; a SYNC_MASTER waits for max(inSyncReplicas, 2) copies"
-	noAccess       = "access control is not built; every client would be allowed"
+	noAccess       = "access control is built in the broker only; every client of this server would be allowed"
 )
 
 // refusals maps a key to its rule. Remove a rule when Spool builds what it
@@ -74,9 +74,11 @@ var refusals = map[string]refusalRule{
 	"allAckInSyncStateSet":    {refuse: whenTrue(noReplication)},
 	"totalReplicas":           {refuse: whenAbove(1, noActingMaster)},
 	"minInSyncReplicas":       {refuse: whenAbove(1, noActingMaster)},
-	"aclEnable":               {refuse: whenTrue(noAccess)},
-	"authenticationEnabled":   {refuse: whenTrue(noAccess)},
-	"authorizationEnabled":    {refuse: whenTrue(noAccess)},
+	// Access control is built in the broker (which declares these keys);
+	// elsewhere (the name server) the keys would be ignored.
+	"aclEnable":             {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
+	"authenticationEnabled": {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
+	"authorizationEnabled":  {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
 	"enableControllerInNamesrv": {refuse: whenTrue(
 		"a controller inside the name server is not built; run a standalone controller (spool controller -c controller.conf) and point controllerAddr at its listenPort")},
 	"rejectTransactionMessage": {onlyUnbuilt: true, refuse: whenTrue(

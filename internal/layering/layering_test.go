@@ -46,6 +46,7 @@ var allowed = map[string][]string{
 	"internal/datapath":             {"internal/clients", "internal/clock", "internal/longpoll", "internal/metadata", "internal/processor", "internal/schedule", "internal/store", "internal/systopic", "internal/timer", "internal/transaction", "message", "remoting", "remoting/transport"},
 	"internal/auth":                 {"internal/corrupt", "internal/vfs", "remoting"},
 	"internal/auth/aclv1":           {"internal/auth", "remoting"},
+	"internal/authserve":            {"internal/auth", "internal/auth/aclv1", "internal/vfs", "remoting", "remoting/transport"},
 	"internal/controller/replicas":  {"remoting"},
 	"internal/controller/liveness":  {"internal/clock", "internal/controller/replicas"},
 	"internal/controller/consensus": {"internal/controller/replicas"},

@@ -159,6 +159,30 @@ func (s *Server) dispatch(c *transport.Conn, req *remoting.Command) *remoting.Co
 // Listen serves the name server on addr ("host:port"; port 0 picks one) and
 // returns the bound address. It may be called more than once.
 func (s *Server) Listen(addr string) (net.Addr, error) {
+	ts, err := s.transportServer()
+	if err != nil {
+		return nil, err
+	}
+	a, err := ts.Listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("namesrv listen %s: %w", addr, err)
+	}
+	return a, nil
+}
+
+// Serve serves the name server on a listener the caller built (TLS,
+// connection limits); the server closes it on Shutdown.
+func (s *Server) Serve(ln net.Listener) (net.Addr, error) {
+	ts, err := s.transportServer()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ts.Serve(ln)
+}
+
+// transportServer returns the transport server, created on first use.
+func (s *Server) transportServer() (*transport.Server, error) {
 	s.tsMu.Lock()
 	if s.closed {
 		s.tsMu.Unlock()
@@ -175,11 +199,7 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 	}
 	ts := s.ts
 	s.tsMu.Unlock()
-	a, err := ts.Listen(addr)
-	if err != nil {
-		return nil, fmt.Errorf("namesrv listen %s: %w", addr, err)
-	}
-	return a, nil
+	return ts, nil
 }
 
 // Shutdown stops the scan, closes the listeners and connections, and writes

@@ -37,7 +37,9 @@
 // # Admission
 //
 // Before a request reaches its executor it must pass, in order: the
-// connection's in-flight cap (SYSTEM_BUSY "[REJECTREQUEST]... limit: N"),
+// server's Authorize hook when one is set (run on the reader; a non-nil
+// answer, e.g. NO_PERMISSION, is written instead and the request never
+// takes an in-flight slot), the connection's in-flight cap (SYSTEM_BUSY "[REJECTREQUEST]... limit: N"),
 // the executor's Reject hook (the owner's remark, e.g. a busy page cache),
 // and the executor's queue bound ("[OVERLOAD]"). A queued request that
 // waited longer than MaxQueueWait is answered "[TIMEOUT_CLEAN_QUEUE]"; the

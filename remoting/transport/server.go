@@ -36,6 +36,12 @@ type ServerConfig struct {
 	MaxQueuedBodyBytes int64
 	// Logger receives connection events (default: discard).
 	Logger *slog.Logger
+	// Authorize, when set, sees every request on its connection's reader
+	// before admission and the handler; a non-nil answer is written
+	// instead of running the request (nothing for a oneway request) and
+	// the request is dropped. It must be quick and must not block: it runs
+	// on the reader goroutine. nil costs one nil check per request.
+	Authorize func(c *Conn, req *remoting.Command) *remoting.Command
 
 	noDirectWrites bool // see connConfig
 }
@@ -252,6 +258,14 @@ func (s *Server) connClosed(c *Conn) {
 
 // dispatch admits and routes one request read by c's reader.
 func (s *Server) dispatch(c *Conn, req *remoting.Command) {
+	if s.cfg.Authorize != nil {
+		if resp := s.cfg.Authorize(c, req); resp != nil {
+			if !req.IsOneway() {
+				c.replyFrom(req, resp, false, true)
+			}
+			return
+		}
+	}
 	t := s.routes.Load()
 	r, ok := t.m[req.Code]
 	if !ok {
