@@ -65,7 +65,11 @@ type crashFS struct {
 type faultState struct {
 	durable    []byte // contents at the last sync
 	everSynced bool
-	dirty      ranges // byte ranges pwrite, truncate and fallocate changed since the last sync
+	// dirty is the byte ranges pwrite, truncate and fallocate changed
+	// since the last sync, under dmu alone, so a write never waits for a
+	// sync of any file (a sync holds the FS's lock while it reads back).
+	dmu   sync.Mutex
+	dirty ranges
 	// maps are the inode's live mappings (base address -> mapping), of
 	// every open handle: a sync makes writes through any of them durable.
 	maps map[uintptr]faultMap
@@ -81,8 +85,23 @@ type faultMap struct {
 // dirty ranges (read back through f) and the changed pages of its live
 // mappings.
 func (s *faultState) syncLocked(f File) error {
+	// Take the dirty ranges before reading the size: a write that lands
+	// after this is in the next sync's set, and one before it is within
+	// the size read below.
+	s.dmu.Lock()
+	dirty := s.dirty
+	s.dirty = nil
+	s.dmu.Unlock()
+	keep := func() { // put the ranges back when the sync fails
+		s.dmu.Lock()
+		for _, r := range dirty {
+			s.dirty.add(r.off, r.end)
+		}
+		s.dmu.Unlock()
+	}
 	n, err := f.Size()
 	if err != nil {
+		keep()
 		return err
 	}
 	if int64(len(s.durable)) > n {
@@ -90,16 +109,16 @@ func (s *faultState) syncLocked(f File) error {
 	} else if int64(len(s.durable)) < n {
 		s.durable = append(s.durable, make([]byte, n-int64(len(s.durable)))...)
 	}
-	for _, r := range s.dirty {
+	for _, r := range dirty {
 		end := min(r.end, n)
 		if r.off >= end {
 			continue
 		}
 		if _, err := f.ReadAt(s.durable[r.off:end], r.off); err != nil && err != io.EOF {
+			keep()
 			return err
 		}
 	}
-	s.dirty = s.dirty[:0]
 	for _, m := range s.maps {
 		copyChangedPages(s.durable, m.off, m.b)
 	}
@@ -422,9 +441,9 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 
 // touch records [off, end) as changed since the last sync.
 func (f *faultFile) touch(off, end int64) {
-	f.fs.mu.Lock()
+	f.st.dmu.Lock()
 	f.st.dirty.add(off, end)
-	f.fs.mu.Unlock()
+	f.st.dmu.Unlock()
 }
 
 // snapshot records what changed since the last sync as durable.
