@@ -188,17 +188,7 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		ln.Close()
-		return nil, ErrServerClosed
-	}
-	s.listeners = append(s.listeners, ln)
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go s.acceptLoop(ln)
-	return ln.Addr(), nil
+	return s.Serve(ln)
 }
 
 func (s *Server) acceptLoop(ln net.Listener) {
