@@ -108,20 +108,9 @@ func (a *admin) clusterList() *cobra.Command {
 func (a *admin) brokerStatus() *cobra.Command {
 	var broker, cluster string
 	c := a.command("brokerStatus", "print a broker's runtime figures (GET_BROKER_RUNTIME_INFO)", true, func(e *adminEnv, _ []string) error {
-		var addrs []string
-		if broker != "" {
-			addrs = []string{broker}
-		} else {
-			if cluster == "" {
-				return errors.New("give -b BROKER_ADDR or -c CLUSTER_NAME")
-			}
-			ct, err := e.clusterInfo()
-			if err != nil {
-				return err
-			}
-			for _, r := range ct.brokers(cluster) {
-				addrs = append(addrs, r.Addr)
-			}
+		addrs, err := e.everyBroker(broker, cluster)
+		if err != nil {
+			return err
 		}
 		all := map[string]map[string]string{}
 		for _, addr := range addrs {
@@ -180,20 +169,9 @@ func (e *adminEnv) printConfigs(order []string, all map[string]map[string]string
 func (a *admin) getBrokerConfig() *cobra.Command {
 	var broker, cluster string
 	c := a.command("getBrokerConfig", "print brokers' configuration (GET_BROKER_CONFIG)", true, func(e *adminEnv, _ []string) error {
-		var addrs []string
-		if broker != "" {
-			addrs = []string{broker}
-		} else {
-			if cluster == "" {
-				return errors.New("give -b BROKER_ADDR or -c CLUSTER_NAME")
-			}
-			ct, err := e.clusterInfo()
-			if err != nil {
-				return err
-			}
-			for _, r := range ct.brokers(cluster) {
-				addrs = append(addrs, r.Addr)
-			}
+		addrs, err := e.everyBroker(broker, cluster)
+		if err != nil {
+			return err
 		}
 		all := map[string]map[string]string{}
 		for _, addr := range addrs {

@@ -105,6 +105,20 @@ func masters(refs []brokerRef) []brokerRef {
 // targets resolves mqadmin's -b BROKER_ADDR / -c CLUSTER pair into the
 // broker addresses a command acts on: -b alone, or every master of -c.
 func (e *adminEnv) targets(brokerAddr, cluster string) ([]string, error) {
+	out, err := e.resolveBrokers(brokerAddr, cluster, masters)
+	if err == nil && len(out) == 0 {
+		return nil, fmt.Errorf("the name server knows no master broker in cluster %s", cluster)
+	}
+	return out, err
+}
+
+// everyBroker is targets with the slaves of -c too, as mqadmin's
+// brokerStatus and getBrokerConfig take them.
+func (e *adminEnv) everyBroker(brokerAddr, cluster string) ([]string, error) {
+	return e.resolveBrokers(brokerAddr, cluster, func(refs []brokerRef) []brokerRef { return refs })
+}
+
+func (e *adminEnv) resolveBrokers(brokerAddr, cluster string, pick func([]brokerRef) []brokerRef) ([]string, error) {
 	if brokerAddr != "" {
 		return []string{brokerAddr}, nil
 	}
@@ -116,11 +130,8 @@ func (e *adminEnv) targets(brokerAddr, cluster string) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, r := range masters(ct.brokers(cluster)) {
+	for _, r := range pick(ct.brokers(cluster)) {
 		out = append(out, r.Addr)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("the name server knows no master broker in cluster %s", cluster)
 	}
 	return out, nil
 }
