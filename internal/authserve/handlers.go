@@ -43,23 +43,17 @@ func (s *Service) ready(req *remoting.Command) *remoting.Command {
 
 // HandleCreateUser serves AUTH_CREATE_USER: header username, body UserInfo.
 func (s *Service) HandleCreateUser(_ *transport.Conn, req *remoting.Command) *remoting.Command {
-	if r := s.ready(req); r != nil {
-		return r
-	}
-	info, err := auth.DecodeUserInfo(req.Body)
-	if err != nil {
-		return answer(req, err)
-	}
-	u, err := auth.InfoToUser(info, req.Ext(auth.HeaderUsername))
-	if err == nil {
-		err = s.store.CreateUser(u)
-	}
-	return answer(req, err)
+	return s.putUser(req, func(u auth.User) error { return s.store.CreateUser(u) })
 }
 
 // HandleUpdateUser serves AUTH_UPDATE_USER: header username, body
 // UserInfo; empty fields keep their values.
 func (s *Service) HandleUpdateUser(_ *transport.Conn, req *remoting.Command) *remoting.Command {
+	return s.putUser(req, func(u auth.User) error { return s.store.UpdateUser(u) })
+}
+
+// putUser decodes the UserInfo of a create or update and stores it.
+func (s *Service) putUser(req *remoting.Command, put func(auth.User) error) *remoting.Command {
 	if r := s.ready(req); r != nil {
 		return r
 	}
@@ -69,7 +63,7 @@ func (s *Service) HandleUpdateUser(_ *transport.Conn, req *remoting.Command) *re
 	}
 	u, err := auth.InfoToUser(info, req.Ext(auth.HeaderUsername))
 	if err == nil {
-		err = s.store.UpdateUser(u)
+		err = put(u)
 	}
 	return answer(req, err)
 }
