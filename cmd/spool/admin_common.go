@@ -261,3 +261,28 @@ func parseTimeFlag(name, v string, def int64) (int64, error) {
 	}
 	return t.UnixMilli(), nil
 }
+
+// submitBatch sends a batch create (UPDATE_AND_CREATE_TOPIC_LIST,
+// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST) to every address, falling back
+// to one request per entry where a broker does not know the batch request,
+// and prints mqadmin's line per broker (or the JSON summary).
+func (e *adminEnv) submitBatch(addrs []string, code int32, name string, body []byte, what, jsonKey string, names []string,
+	oneByOne func(addr string) error) error {
+	for _, addr := range addrs {
+		resp, err := call(e.cli, addr, remoting.NewRequest(code, nil, body))
+		if notSupported(resp) {
+			if err := oneByOne(addr); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return refusal(name, code, addr, resp, err)
+		}
+		if !e.jsonOut() {
+			e.printf("submit batch of %s config to %s success, please check the result later.\n", what, addr)
+		}
+	}
+	if e.jsonOut() {
+		return e.printJSON(map[string]any{"brokers": addrs, jsonKey: names})
+	}
+	return nil
+}

@@ -197,30 +197,20 @@ func (a *admin) updateSubGroupList() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		for _, addr := range addrs {
-			resp, err := call(e.cli, addr, remoting.NewRequest(codeUpdateAndCreateSubscriptionGroupList, nil, body))
-			if notSupported(resp) {
+		names := make([]string, 0, len(list))
+		for _, g := range list {
+			names = append(names, g.GroupName)
+		}
+		return e.submitBatch(addrs, codeUpdateAndCreateSubscriptionGroupList, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST", body, "group", "groups", names,
+			func(addr string) error {
 				for _, g := range list {
 					b, _ := json.Marshal(g)
 					if _, err := e.brokerCall(addr, remoting.UpdateAndCreateSubscriptionGroup, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP", nil, b); err != nil {
 						return err
 					}
 				}
-			} else if err != nil {
-				return refusal("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST", codeUpdateAndCreateSubscriptionGroupList, addr, resp, err)
-			}
-			if !e.jsonOut() {
-				e.printf("submit batch of group config to %s success, please check the result later.\n", addr)
-			}
-		}
-		if e.jsonOut() {
-			names := make([]string, 0, len(list))
-			for _, g := range list {
-				names = append(names, g.GroupName)
-			}
-			return e.printJSON(map[string]any{"brokers": addrs, "groups": names})
-		}
-		return nil
+				return nil
+			})
 	})
 	c.Flags().StringVarP(&broker, "brokerAddr", "b", "", "create groups to which broker")
 	c.Flags().StringVarP(&cluster, "clusterName", "c", "", "create groups to which cluster")

@@ -450,30 +450,20 @@ func (a *admin) updateTopicList() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		for _, addr := range addrs {
-			resp, err := call(e.cli, addr, remoting.NewRequest(codeUpdateAndCreateTopicList, nil, body))
-			if notSupported(resp) {
+		names := make([]string, 0, len(list))
+		for _, tc := range list {
+			names = append(names, tc.TopicName)
+		}
+		return e.submitBatch(addrs, codeUpdateAndCreateTopicList, "UPDATE_AND_CREATE_TOPIC_LIST", body, "topic", "topics", names,
+			func(addr string) error {
 				// A broker without the batch request: one request per topic.
 				for _, tc := range list {
 					if _, err := e.brokerCall(addr, remoting.UpdateAndCreateTopic, "UPDATE_AND_CREATE_TOPIC", updateTopicExt(tc), nil); err != nil {
 						return err
 					}
 				}
-			} else if err != nil {
-				return refusal("UPDATE_AND_CREATE_TOPIC_LIST", codeUpdateAndCreateTopicList, addr, resp, err)
-			}
-			if !e.jsonOut() {
-				e.printf("submit batch of topic config to %s success, please check the result later.\n", addr)
-			}
-		}
-		if e.jsonOut() {
-			names := make([]string, 0, len(list))
-			for _, tc := range list {
-				names = append(names, tc.TopicName)
-			}
-			return e.printJSON(map[string]any{"brokers": addrs, "topics": names})
-		}
-		return nil
+				return nil
+			})
 	})
 	c.Flags().StringVarP(&broker, "brokerAddr", "b", "", "create topics to which broker")
 	c.Flags().StringVarP(&cluster, "clusterName", "c", "", "create topics to which cluster")
