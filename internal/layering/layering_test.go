@@ -52,6 +52,7 @@ var allowed = map[string][]string{
 	"internal/controller/consensus": {"internal/controller/replicas"},
 	"internal/controller":           {"internal/clock", "internal/controller/replicas", "internal/controller/liveness", "internal/controller/consensus", "remoting", "remoting/transport"},
 	"internal/ha":                   {"internal/clock"},
+	"internal/failover":             {"internal/clock", "internal/vfs", "remoting", "remoting/transport"},
 	"internal/tlsconf":              {"internal/config", "internal/clock"},
 	"internal/broker":               {"*"},
 	"internal/testkit":              {"internal/clock", "internal/store"},

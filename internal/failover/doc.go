@@ -1,0 +1,57 @@
+// Package failover is the broker's side of RocketMQ's controller mode
+// (enableControllerMode=true): the control plane that RocketMQ 5's
+// ReplicasManager is. It learns the controller leader
+// (GET_CONTROLLER_METADATA_INFO, following CONTROLLER_NOT_LEADER), obtains
+// and keeps the broker's controller id (GET_NEXT_BROKER_ID,
+// APPLY_BROKER_ID and the identity files), registers
+// (REGISTER_BROKER_TO_CONTROLLER), sends BROKER_HEARTBEAT to every
+// controller, asks for elections (ELECT_MASTER) when the broker set has
+// no master, follows role changes (NOTIFY_BROKER_ROLE_CHANGED pushes and
+// periodic GET_REPLICA_INFO), reports the master's sync-state set
+// (ALTER_SYNC_STATE_SET) and fences a master whose controller lease ran
+// out.
+//
+// It drives the replication engine only through Replica (replica.go),
+// which internal/ha implements; it imports neither internal/ha nor the
+// store, only the clock, the file-system seam and the remoting client.
+// Its decisions (decide.go: registration step, role change, sync-state
+// set, fencing) are pure functions of state, input and the time read from
+// the injected clock; the Agent around them does the I/O. It never
+// acknowledges, truncates or reads the CommitLog itself.
+//
+// # Identity files (RocketMQ's BrokerMetadata and TempBrokerMetadata)
+//
+//	storePathRootDir/brokerIdentity-temp   clusterName#brokerName#brokerId#registerCheckCode
+//	storePathRootDir/brokerIdentity        clusterName#brokerName#brokerId
+//
+// registerCheckCode is "brokerAddr;unixMillis". The temp file is written
+// before APPLY_BROKER_ID and replaced by brokerIdentity once the id is
+// granted, so a restart at any step resumes where it stopped, and a
+// restart after it registers under the same id. Both are replaced
+// atomically (temporary file, fsync, rename, fsync of the directory).
+//
+// # The lease
+//
+// A controller counts a broker dead controllerHeartBeatTimeoutMills
+// (default 10 s) after the last heartbeat it received from it, and only
+// then elects another master for an inactive one. A master therefore
+// holds a lease of half that timeout (5 s by default), counted from the
+// start of its last successful lease round. A round, every
+// brokerHeartbeatInterval (1 s), is a BROKER_HEARTBEAT to the controller
+// leader answered SUCCESS followed by a GET_REPLICA_INFO the leader
+// answers only after confirming its leadership with a quorum, naming this
+// broker master of the epoch it applied. The leader received the
+// heartbeat after the round began, so it cannot count the master dead
+// before round start + timeout; the master stops acknowledging
+// (Replica.SetFenced(true)) at round start + timeout/2, leaving half the
+// timeout for acknowledgements already in flight and for clocks that run
+// at different rates. The fence is lifted when a round succeeds again and
+// the epoch is still this broker's; an answer with a newer epoch keeps it
+// and changes the role. Anything but a master with a live lease is fenced
+// (before the first round of an epoch, during a role change, as a slave).
+//
+// The rule covers elections for an inactive master. It assumes that a
+// controller that becomes leader has heard the master's heartbeats, as
+// every controller is sent them; an election an operator forces
+// (ELECT_MASTER with designateElect) does not wait for the lease.
+package failover
