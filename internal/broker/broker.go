@@ -17,6 +17,7 @@ import (
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/clock"
 	"github.com/spoolmq/spool/internal/datapath"
+	"github.com/spoolmq/spool/internal/failover"
 	"github.com/spoolmq/spool/internal/longpoll"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/processor"
@@ -60,6 +61,10 @@ type Options struct {
 	// TLS is the TLS configuration of the broker's ports and of its
 	// connections to name servers; nil = plain (tls.go).
 	TLS *tlsconf.Config
+
+	// replica is the replication engine enableControllerMode=true drives
+	// (controller_mode.go); set by the package's tests only.
+	replica failover.Replica
 }
 
 const (
@@ -106,7 +111,8 @@ type Broker struct {
 	data      *datapath.Path
 	flow      *datapath.Flow
 	cold      *coldReadBudget
-	repl      *replication // set by Start before the listeners open; nil for test stores
+	repl      *replication    // set by Start before the listeners open; nil for test stores
+	failover  *failover.Agent // the controller client; nil unless enableControllerMode
 
 	executors  map[string]*transport.Executor
 	sendEx     *transport.Executor
@@ -150,6 +156,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		}
 	}
 	if err := checkRole(opts.StoreConfig.BrokerRole, cfg.BrokerID); err != nil {
+		return nil, err
+	}
+	if err := checkControllerMode(&cfg, opts.replica); err != nil {
 		return nil, err
 	}
 	// The timing wheel lives in the store's directory.
@@ -226,6 +235,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
 		Logger:             logger,
 	})
+	if cfg.EnableControllerMode {
+		if err := b.setupControllerMode(opts.replica); err != nil {
+			return nil, err
+		}
+	}
 	b.registerProcessors()
 	return b, nil
 }
@@ -359,6 +373,7 @@ func (b *Broker) Start() error {
 		b.schedule.Start()
 		b.txCheck.Start()
 	}
+	b.startControllerMode()
 	b.logger.Info("broker started", "addr", b.addr, "vip", b.vipAddr, "name", cfg.BrokerName,
 		"cluster", cfg.BrokerClusterName, "namesrv", cfg.NamesrvAddr)
 	return nil
@@ -424,6 +439,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("close listeners: %w", err))
 	}
 	b.stopHTTP(ctx)
+	b.closeControllerMode()
 	close(b.stop)
 	b.registrar.stopRounds()
 	b.bg.Wait()

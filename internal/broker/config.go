@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/spoolmq/spool/internal/failover"
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
@@ -148,6 +149,12 @@ type Config struct {
 	// timerCongestNumEachSlot, mappedFileSizeTimerLog, ...); its
 	// storePathRootDir is the store's.
 	Timer timer.Config
+	// EnableControllerMode hands the broker's role to the controllers of
+	// controllerAddr (controller_mode.go).
+	EnableControllerMode bool `prop:"enableControllerMode"`
+	// Controller holds the controller-mode keys (controllerAddr,
+	// controllerHeartBeatTimeoutMills, brokerElectionPriority, ...).
+	Controller failover.Config
 }
 
 // DefaultConfig returns RocketMQ 5.3.3's BrokerConfig defaults (with
@@ -236,6 +243,7 @@ func DefaultConfig() Config {
 		TimerWheelEnable: true,
 		HA:               DefaultHAConfig(),
 		Timer:            timer.DefaultConfig(),
+		Controller:       failover.DefaultConfig(),
 	}
 }
 

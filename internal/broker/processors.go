@@ -70,6 +70,10 @@ func (b *Broker) registerProcessors() {
 
 	regLater(remoting.EndTransaction, b.data.HandleEndTransaction, endTx)
 
+	if b.failover != nil {
+		reg(remoting.NotifyBrokerRoleChanged, b.failover.HandleNotify, admin)
+	}
+
 	reg(remoting.AuthCreateUser, b.authsrv.HandleCreateUser, admin)
 	reg(remoting.AuthUpdateUser, b.authsrv.HandleUpdateUser, admin)
 	reg(remoting.AuthDeleteUser, b.authsrv.HandleDeleteUser, admin)

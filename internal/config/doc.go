@@ -32,7 +32,7 @@
 //
 //	declared by a target            -> applied             Report.Applied
 //	RocketMQ key, not declared      -> ignored, warn       Report.Unbuilt
-//	value weakening a promise       -> error ErrNotBuilt   e.g. enableControllerMode=true,
+//	value weakening a promise       -> error ErrNotBuilt   e.g. enableDLegerCommitLog=true,
 //	                                                       aclEnable=true
 //	unknown to RocketMQ and Spool   -> error ErrUnknownKey "... (did you mean listenPort?)"
 //

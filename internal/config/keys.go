@@ -57,17 +57,21 @@ func whenAbove(limit int64, reason string) func(string) string {
 }
 
 const (
-	noReplication = "replication by DLedger, controller mode and slaves acting as masters are not built; use brokerRole with a master (brokerId=0) and slaves (brokerId>0)"
+	noReplication = "replication by DLedger and slaves acting as masters are not built; use brokerRole with a master (brokerId=0) and slaves (brokerId>0)"
 	// totalReplicas and minInSyncReplicas act only with
 	// enableSlaveActingMaster and enableAutoInSyncReplicas.
 	noActingMaster = "automatic in-sync replica counts (enableAutoInSyncReplicas, enableSlaveActingMaster) are not built; a SYNC_MASTER waits for max(inSyncReplicas, 2) copies"
 	noAccess       = "access control is built in the broker only; every client of this server would be allowed"
+	// noControllerMode: enableControllerMode is a broker key.
+	noControllerMode = "controller mode is a broker setting; this server would ignore it"
 )
 
 // refusals maps a key to its rule. Remove a rule when Spool builds what it
 // guards.
 var refusals = map[string]refusalRule{
-	"enableControllerMode":    {refuse: whenTrue(noReplication)},
+	// The broker declares enableControllerMode and refuses what it cannot
+	// run itself; elsewhere the key would be ignored.
+	"enableControllerMode":    {onlyUnbuilt: true, refuse: whenTrue(noControllerMode)},
 	"enableDLegerCommitLog":   {refuse: whenTrue(noReplication)},
 	"duplicationEnable":       {refuse: whenTrue(noReplication)},
 	"enableSlaveActingMaster": {refuse: whenTrue(noReplication)},

@@ -1,0 +1,173 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/spoolmq/spool/internal/config"
+	"github.com/spoolmq/spool/internal/controller"
+	"github.com/spoolmq/spool/internal/controller/consensus"
+	"github.com/spoolmq/spool/internal/failover"
+	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/testkit"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// Without a replication engine for it, enableControllerMode=true refuses
+// to start and says what is missing; the keys themselves bind.
+func TestControllerModeRefusedWithoutAutoSwitch(t *testing.T) {
+	cfg := DefaultConfig()
+	rep, err := config.Bind(map[string]string{
+		"enableControllerMode": "true", "controllerAddr": "127.0.0.1:19876;127.0.0.1:19877",
+		"controllerHeartBeatTimeoutMills": "6000", "brokerElectionPriority": "3", "haMaxTimeSlaveNotCatchup": "20000",
+	}, &cfg)
+	if err != nil {
+		t.Fatalf("controller-mode keys refused: %v", err)
+	}
+	if len(rep.Unbuilt) != 0 || !cfg.EnableControllerMode || cfg.Controller.ControllerHeartBeatTimeoutMills != 6000 ||
+		cfg.Controller.BrokerElectionPriority != 3 || cfg.Controller.HaMaxTimeSlaveNotCatchup != 20000 ||
+		len(cfg.Controller.Controllers()) != 2 {
+		t.Fatalf("bound %+v, unbuilt %v", cfg.Controller, rep.Unbuilt)
+	}
+	for _, tt := range []struct {
+		name, addr, want string
+	}{
+		{"no replication engine", "127.0.0.1:19876", "AutoSwitch"},
+		{"no controllers", "", "controllerAddr"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c := testConfig()
+			c.EnableControllerMode, c.Controller.ControllerAddr = true, tt.addr
+			_, err := New(c, Options{StoreConfig: testkit.StoreConfig(dir, testkit.Medium), Logger: testLogger(t)})
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New: %v, want an ErrConfig naming %s", err, tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "commitlog")); err == nil {
+				t.Fatal("the store was opened before the refusal")
+			}
+		})
+	}
+}
+
+// recReplica records the role changes a broker's controller client asks
+// for.
+type recReplica struct {
+	mu     sync.Mutex
+	epoch  int32
+	events chan string
+}
+
+func (r *recReplica) ChangeToMaster(epoch int32, set []int64, setEpoch int32) error {
+	r.mu.Lock()
+	r.epoch = epoch
+	r.mu.Unlock()
+	r.events <- fmt.Sprintf("master epoch=%d set=%v", epoch, set)
+	return nil
+}
+
+func (r *recReplica) ChangeToSlave(master int64, haAddr string, epoch int32) error {
+	r.mu.Lock()
+	r.epoch = epoch
+	r.mu.Unlock()
+	r.events <- fmt.Sprintf("slave of %d at %s epoch=%d", master, haAddr, epoch)
+	return nil
+}
+
+func (r *recReplica) SetSyncStateSet([]int64, int32) {}
+func (r *recReplica) SetFenced(f bool)               { r.events <- fmt.Sprintf("fenced=%v", f) }
+func (r *recReplica) MasterEpoch() int32             { r.mu.Lock(); defer r.mu.Unlock(); return r.epoch }
+func (r *recReplica) MaxOffset() int64               { return 0 }
+func (r *recReplica) ConfirmOffset() int64           { return 0 }
+func (r *recReplica) Replicas() []failover.ReplicaState {
+	return nil
+}
+
+func (r *recReplica) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case got := <-r.events:
+			if got == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %q", want)
+		}
+	}
+}
+
+// startTestController starts a single-node controller on a loopback port.
+func startTestController(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	raddr, tr := raft.NewInmemTransport("")
+	rc := raft.DefaultConfig()
+	rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond
+	rc.LeaderLeaseTimeout, rc.CommitTimeout = 150*time.Millisecond, 10*time.Millisecond
+	node, err := consensus.Open(consensus.Config{ID: "n0", Peers: []consensus.Peer{{ID: "n0", Addr: string(raddr)}},
+		Transport: tr, Raft: rc, LogOutput: io.Discard, OnLeader: controller.LeaderHook(addr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := controller.New(node, controller.Options{Group: "g"})
+	srv := transport.NewServer(transport.ServerConfig{})
+	ctl.Register(srv, nil)
+	if _, err := srv.Serve(ln); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		node.Close()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for !node.Serving() {
+		if time.Now().After(deadline) {
+			t.Fatal("the controller did not lead")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return addr
+}
+
+// A broker in controller mode registers with the controller, is made
+// master, keeps its id in brokerIdentity and follows a
+// NOTIFY_BROKER_ROLE_CHANGED sent to its port.
+func TestControllerModeWiring(t *testing.T) {
+	ctlAddr := startTestController(t)
+	rep := &recReplica{events: make(chan string, 100)}
+	dir := t.TempDir()
+	e := startBrokerOpts(t, dir, Options{replica: rep}, func(c *Config, _ *store.Config) {
+		c.EnableControllerMode = true
+		c.Controller.ControllerAddr = ctlAddr
+	})
+	rep.waitFor(t, "master epoch=1 set=[1]")
+	rep.waitFor(t, "fenced=false")
+	b, err := os.ReadFile(filepath.Join(dir, failover.IdentityFile))
+	if err != nil || string(b) != "DefaultCluster#broker-a#1" {
+		t.Fatalf("%s = %q (%v)", failover.IdentityFile, b, err)
+	}
+	resp := e.invoke(remoting.NewRequest(remoting.NotifyBrokerRoleChanged, map[string]string{
+		"masterAddress": "127.0.0.1:30911", "masterBrokerId": "2", "masterEpoch": "2", "syncStateSetEpoch": "3",
+	}, []byte(`{"syncStateSet":[2],"syncStateSetEpoch":3}`)))
+	if resp.Code != remoting.Success {
+		t.Fatalf("NOTIFY_BROKER_ROLE_CHANGED answered %d %s", resp.Code, resp.Remark)
+	}
+	rep.waitFor(t, "slave of 2 at 127.0.0.1:30912 epoch=2")
+}
