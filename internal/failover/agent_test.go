@@ -342,13 +342,21 @@ func TestFollowsNotLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fake.Close()
-	b := startBroker(t, clk, fa.String()+";"+leader, t.TempDir())
+	// Only the follower is configured: the leader is known by the
+	// address the follower names.
+	b := startBroker(t, clk, fa.String(), t.TempDir())
 	b.agent.ctl.setLeader(fa.String())
 	if err := b.agent.Bootstrap(context.Background(), b.addr); err != nil {
 		t.Fatal(err)
 	}
+	b.rep.waitFor(t, "master epoch=1 set=[1]")
 	if st := b.agent.Status(); st.Leader != leader || st.BrokerID != 1 {
 		t.Fatalf("%+v, leader %s", st, leader)
+	}
+	// The lease is renewed by the leader under that address.
+	b.agent.HeartbeatOnce(context.Background())
+	if b.rep.isFenced() {
+		t.Fatal("lease not renewed through the named leader")
 	}
 	b.agent.ctl.setLeader(fa.String())
 	resp, err := b.agent.ctl.callLeader(context.Background(), b.agent.replicaInfoRequest)

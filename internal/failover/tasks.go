@@ -130,16 +130,20 @@ func (a *Agent) HeartbeatOnce(ctx context.Context) {
 	leader := a.ctl.leaderAddr()
 	var wg sync.WaitGroup
 	leaderOK := false
+	if leader != "" {
+		// Two-way to the leader (its address as it names itself, which
+		// may differ from the configured one): the lease needs its answer.
+		resp, err := a.ctl.invoke(ctx, leader, a.heartbeatRequest())
+		leaderOK = err == nil && resp.Code == remoting.Success
+		if err != nil {
+			a.log.Debug("heartbeat to the controller leader failed", "controller", leader, "err", err)
+		}
+	}
 	for _, addr := range a.ctl.addrs {
-		req := a.heartbeatRequest()
 		if addr == leader {
-			resp, err := a.ctl.invoke(ctx, addr, req)
-			leaderOK = err == nil && resp.Code == remoting.Success
-			if err != nil {
-				a.log.Debug("heartbeat to the controller leader failed", "controller", addr, "err", err)
-			}
 			continue
 		}
+		req := a.heartbeatRequest()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -183,9 +187,7 @@ func (a *Agent) HeartbeatOnce(ctx context.Context) {
 	}
 	a.mu.Unlock()
 	a.CheckLease()
-	if v.MasterEpoch > a.local().MasterEpoch {
-		a.follow(ctx, v, "lease round")
-	}
+	a.follow(ctx, v, "lease round") // a newer epoch or sync-state set
 }
 
 func (a *Agent) replicaInfoRequest() *remoting.Command {
