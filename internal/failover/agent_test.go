@@ -161,6 +161,23 @@ func startController(t *testing.T, clk clock.Clock) (*controller.Controller, str
 	return ctl, addr
 }
 
+// waitRole waits until the agent applied role in epoch; a deadline only
+// bounds a failing test.
+func waitRole(t *testing.T, a *Agent, role Role, epoch int32) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := a.Status()
+		if st.Role == role && st.MasterEpoch == epoch {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v, want %v in epoch %d", st, role, epoch)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 type testBroker struct {
 	agent *Agent
 	rep   *fakeReplica
@@ -283,6 +300,7 @@ func TestFailoverAgainstController(t *testing.T) {
 	b2.agent.HeartbeatOnce(ctx)
 	ctl.Scan()
 	b2.rep.waitFor(t, "master epoch=2 set=[2]")
+	waitRole(t, b2.agent, RoleMaster, 2) // the push is applied on the server's goroutine
 	if !b2.rep.isFenced() {
 		t.Fatal("new master unfenced before a lease round")
 	}
