@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/internal/clock"
@@ -85,6 +86,8 @@ type Agent struct {
 	renewed      time.Time
 	epochCurrent bool
 	fenced       bool // as last applied to the Replica
+
+	following atomic.Bool // a lease round's view is being followed
 
 	stop chan struct{}
 	kick chan struct{} // runs the next heartbeat round at once

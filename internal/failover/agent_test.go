@@ -324,6 +324,7 @@ func TestFailoverAgainstController(t *testing.T) {
 	// a slave and stays fenced.
 	b1.agent.HeartbeatOnce(ctx)
 	b1.rep.waitFor(t, "slave of 2 at "+defaultHAAddr(b2.addr)+" epoch=2")
+	waitRole(t, b1.agent, RoleSlave, 2)
 	if st := b1.agent.Status(); st.Role != RoleSlave || !st.Fenced || !b1.rep.isFenced() {
 		t.Fatalf("old master: %+v", st)
 	}

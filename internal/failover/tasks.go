@@ -187,7 +187,24 @@ func (a *Agent) HeartbeatOnce(ctx context.Context) {
 	}
 	a.mu.Unlock()
 	a.CheckLease()
-	a.follow(ctx, v, "lease round") // a newer epoch or sync-state set
+	if DecideRole(a.local(), v) != Nothing {
+		a.followAsync(ctx, v, "lease round") // a newer epoch or sync-state set
+	}
+}
+
+// followAsync follows v on a goroutine of its own, one at a time, so that
+// a slow role change (a truncation waiting for the disk) never holds up
+// the heartbeats: a broker busy changing role still counts as alive.
+func (a *Agent) followAsync(ctx context.Context, v View, source string) {
+	if !a.following.CompareAndSwap(false, true) {
+		return // the next round sees the view again
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer a.following.Store(false)
+		a.follow(ctx, v, source)
+	}()
 }
 
 func (a *Agent) replicaInfoRequest() *remoting.Command {
