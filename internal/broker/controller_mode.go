@@ -52,10 +52,33 @@ func (b *Broker) setupControllerMode(r failover.Replica) error {
 	return nil
 }
 
-// controllerRoleChanged logs a role the controller gave the broker.
+// controllerRoleChanged logs a role the controller gave the broker and
+// registers with the name servers under it.
 func (b *Broker) controllerRoleChanged(s failover.Status) {
 	b.logger.Info("controller mode: role changed", "role", s.Role.String(), "brokerId", s.BrokerID,
 		"master", s.MasterID, "masterAddr", s.MasterAddr, "epoch", s.MasterEpoch)
+	b.registrar.trigger()
+}
+
+// hasRole reports whether the broker has a role to register with the
+// name servers: always, unless controller mode has not given it one yet
+// (RocketMQ's broker skips registration while isolated, too).
+func (b *Broker) hasRole() bool {
+	return b.failover == nil || b.failover.Status().Role != failover.RoleNone
+}
+
+// registeredBrokerID is the brokerId the broker registers with the name
+// servers: in controller mode 0 as master and its controller id as slave,
+// as RocketMQ's ReplicasManager sets it; otherwise brokerId.
+func (b *Broker) registeredBrokerID() int64 {
+	if b.failover == nil {
+		return b.config().BrokerID
+	}
+	st := b.failover.Status()
+	if st.Role == failover.RoleMaster {
+		return 0
+	}
+	return st.BrokerID
 }
 
 // startControllerMode starts the controller client (nil: controller mode

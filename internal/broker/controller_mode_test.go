@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -159,6 +160,19 @@ func TestControllerModeWiring(t *testing.T) {
 	})
 	rep.waitFor(t, "master epoch=1 set=[1]")
 	rep.waitFor(t, "fenced=false")
+	// The master registers with the name servers as brokerId 0; nothing
+	// was registered before it had a role.
+	waitRegistered(t, e.ns, "0")
+	e.ns.mu.Lock()
+	for _, req := range e.ns.reqs {
+		if req.Code == remoting.RegisterBroker {
+			if req.Ext("brokerId") != "0" {
+				t.Errorf("first registration as brokerId %s", req.Ext("brokerId"))
+			}
+			break
+		}
+	}
+	e.ns.mu.Unlock()
 	b, err := os.ReadFile(filepath.Join(dir, failover.IdentityFile))
 	if err != nil || string(b) != "DefaultCluster#broker-a#1" {
 		t.Fatalf("%s = %q (%v)", failover.IdentityFile, b, err)
@@ -170,4 +184,29 @@ func TestControllerModeWiring(t *testing.T) {
 		t.Fatalf("NOTIFY_BROKER_ROLE_CHANGED answered %d %s", resp.Code, resp.Remark)
 	}
 	rep.waitFor(t, "slave of 2 at 127.0.0.1:30912 epoch=2")
+	// ... and registers with the name servers as slave, under its
+	// controller id.
+	waitRegistered(t, e.ns, "1")
+}
+
+// waitRegistered waits for a REGISTER_BROKER with brokerId id and fails on
+// one with another id.
+func waitRegistered(t *testing.T, ns *recordingNamesrv, id string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case req := <-ns.got:
+			if req.Code != remoting.RegisterBroker {
+				continue
+			}
+			if got := req.Ext("brokerId"); got == id {
+				return
+			} else if !slices.Contains([]string{"0", "1"}, got) {
+				t.Fatalf("registered with brokerId %s", got)
+			}
+		case <-deadline:
+			t.Fatalf("no registration with brokerId %s", id)
+		}
+	}
 }

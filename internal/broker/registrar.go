@@ -125,7 +125,7 @@ func (r *registrar) brokerFields() map[string]string {
 		"brokerName":  cfg.BrokerName,
 		"brokerAddr":  r.b.addr,
 		"clusterName": cfg.BrokerClusterName,
-		"brokerId":    strconv.FormatInt(cfg.BrokerID, 10),
+		"brokerId":    strconv.FormatInt(r.b.registeredBrokerID(), 10),
 	}
 }
 
@@ -184,6 +184,9 @@ func (r *registrar) registerRequest(body []byte, compressed bool) *remoting.Comm
 // registerAll registers the whole topic table with every name server, in
 // parallel, and returns the joined failures.
 func (r *registrar) registerAll(ctx context.Context) error {
+	if !r.b.hasRole() {
+		return nil // controller mode before its first role: not a route yet
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	compressed := r.b.config().CompressedRegister
@@ -195,6 +198,9 @@ func (r *registrar) registerAll(ctx context.Context) error {
 // registerTopics registers only the given topics (an incremental
 // registration) at data version version.
 func (r *registrar) registerTopics(ctx context.Context, topics map[string]*metadata.TopicConfig, version metadata.DataVersion) error {
+	if !r.b.hasRole() {
+		return nil // controller mode before its first role: not a route yet
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	body := r.registerBody(topics, version, false)
@@ -203,6 +209,9 @@ func (r *registrar) registerTopics(ctx context.Context, topics map[string]*metad
 
 // unregisterAll sends UNREGISTER_BROKER to every name server.
 func (r *registrar) unregisterAll(ctx context.Context) error {
+	if !r.b.hasRole() {
+		return nil // controller mode before its first role: not a route yet
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.each(ctx, func() *remoting.Command {
