@@ -58,6 +58,21 @@ type Controller struct {
 	live *liveness.Table
 	// mu serializes validate-then-propose (RocketMQ's event thread).
 	mu sync.Mutex
+
+	// termMu guards the leadership generation this controller saw serving
+	// and when it first saw it.
+	termMu    sync.Mutex
+	servedGen uint64
+	servedAt  time.Time
+	// expiredTimeout keeps the heartbeat timeout of replicas the scan
+	// dropped; maxTimeout is the longest timeout any heartbeat carried.
+	expiredTimeout map[replicaKey]time.Duration
+	maxTimeout     time.Duration
+}
+
+type replicaKey struct {
+	cluster, name string
+	id            int64
 }
 
 // New returns a controller over node. The node's OnLeader hook should
@@ -141,16 +156,40 @@ func (c *Controller) Run(ctx context.Context) {
 // Scan is one round of the leader's scan: replicas whose heartbeat timed
 // out are dropped, and every broker set whose master is dead while a
 // replica lives gets an election (up to ElectRetries tries), whose result
-// is pushed to the set's live replicas. Non-leaders only expire.
+// is pushed to the set's live replicas. Non-leaders only expire. A leader
+// elects for an inactive master only once the master's heartbeat timeout
+// (10 s when it never heard the master) has passed since it was first
+// seen serving, so a master cut from the old leader has stopped
+// acknowledging by then (its lease is half that timeout).
 func (c *Controller) Scan() {
 	for _, dead := range c.live.Expire() {
 		c.opts.Logger.Info("broker heartbeat timed out", "cluster", dead.ClusterName, "broker", dead.BrokerName, "id", dead.BrokerID, "addr", dead.BrokerAddr)
+		c.termMu.Lock()
+		if c.expiredTimeout == nil {
+			c.expiredTimeout = map[replicaKey]time.Duration{}
+		}
+		c.expiredTimeout[replicaKey{dead.ClusterName, dead.BrokerName, dead.BrokerID}] = dead.Timeout
+		c.termMu.Unlock()
 	}
 	if !c.node.Serving() {
 		return
 	}
+	since := c.servingSince()
 	var names []string
-	c.node.Read(func(st *replicas.State, _ replicas.Controllers) { names = c.live.NeedElection(st) })
+	c.node.Read(func(st *replicas.State, _ replicas.Controllers) {
+		for _, name := range c.live.NeedElection(st) {
+			// A new leader may not have heard the master, whose lease
+			// (internal/failover) it cannot see: no election for an
+			// inactive master until a heartbeat timeout after it began
+			// serving.
+			b := st.Set(name)
+			if wait := c.masterTimeout(b.ClusterName, name, b.MasterID) - c.opts.Clock.Since(since); wait > 0 {
+				c.opts.Logger.Info("election for an inactive master deferred: this controller leads since recently", "broker", name, "wait", wait)
+				continue
+			}
+			names = append(names, name)
+		}
+	})
 	for _, name := range names {
 		for try := 0; try < c.opts.ElectRetries; try++ {
 			r, b, err := c.decide(name, func(st *replicas.State) replicas.Result {
@@ -170,6 +209,53 @@ func (c *Controller) Scan() {
 			break
 		}
 	}
+}
+
+// noteServing records when this controller was first seen serving in
+// its current leadership (heartbeats and scans call it; the time is at
+// or after the leadership began, so a grace counted from it is never
+// short).
+func (c *Controller) noteServing() {
+	if !c.node.Serving() {
+		return
+	}
+	g := c.node.Generation()
+	c.termMu.Lock()
+	if g != c.servedGen || c.servedAt.IsZero() {
+		c.servedGen, c.servedAt = g, c.opts.Clock.Now()
+	}
+	c.termMu.Unlock()
+}
+
+// noteTimeout records a heartbeat's timeout.
+func (c *Controller) noteTimeout(d time.Duration) {
+	c.termMu.Lock()
+	c.maxTimeout = max(c.maxTimeout, d)
+	c.termMu.Unlock()
+}
+
+// masterTimeout is the heartbeat timeout a master announced: from its
+// live or dropped entry, else the longest any broker announced (at least
+// RocketMQ's default).
+func (c *Controller) masterTimeout(cluster, name string, id int64) time.Duration {
+	if i, ok := c.live.Info(cluster, name, id); ok {
+		return i.Timeout
+	}
+	c.termMu.Lock()
+	defer c.termMu.Unlock()
+	if d, ok := c.expiredTimeout[replicaKey{cluster, name, id}]; ok {
+		return d
+	}
+	return max(c.maxTimeout, liveness.DefaultTimeout)
+}
+
+// servingSince is when this controller was first seen serving in its
+// current leadership.
+func (c *Controller) servingSince() time.Time {
+	c.noteServing()
+	c.termMu.Lock()
+	defer c.termMu.Unlock()
+	return c.servedAt
 }
 
 // notify pushes NOTIFY_BROKER_ROLE_CHANGED to every live replica of b.

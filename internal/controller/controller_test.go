@@ -251,3 +251,58 @@ func TestBrokerSetLifecycle(t *testing.T) {
 	clean["brokerControllerIdsToClean"] = "1"
 	want(t, r.call(l2, remoting.CleanBrokerData, clean, nil), remoting.Success)
 }
+
+// A new leader that never heard the master does not elect for it before a
+// heartbeat timeout has passed since it began serving: the master, cut
+// from the old leader, has fenced itself by then.
+func TestNewLeaderWaitsBeforeElecting(t *testing.T) {
+	r := newRig(t)
+	l := r.leader()
+	for id := int64(1); id <= 2; id++ {
+		want(t, r.call(l, remoting.ControllerApplyBrokerID, map[string]string{"clusterName": "c", "brokerName": "b",
+			"appliedBrokerId": fmt.Sprint(id), "registerCheckCode": addrOf(id) + ";1"}, nil), remoting.Success)
+		want(t, r.call(l, remoting.ControllerRegisterBroker, map[string]string{"clusterName": "c", "brokerName": "b",
+			"brokerId": fmt.Sprint(id), "brokerAddress": addrOf(id)}, nil), remoting.Success)
+	}
+	// The master reaches only the leader; the slave reaches every
+	// controller.
+	hb := func(i int, id int64) {
+		want(t, r.ctls[i].Handle(remoting.NewRequest(remoting.BrokerHeartbeat, map[string]string{
+			"clusterName": "c", "brokerName": "b", "brokerAddr": addrOf(id), "brokerId": fmt.Sprint(id),
+			"epoch": "1", "maxOffset": "0", "confirmOffset": "0", "heartbeatTimeoutMills": "3000",
+		}, nil)), remoting.Success)
+	}
+	hb(l, 1)
+	r.heartbeat(2, 0, 0)
+	want(t, r.call(l, remoting.ControllerElectMaster, map[string]string{"clusterName": "c", "brokerName": "b", "brokerId": "1"}, nil), remoting.Success)
+	body, _ := json.Marshal(SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 1})
+	want(t, r.call(l, remoting.ControllerAlterSyncStateSet, map[string]string{"brokerName": "b", "masterBrokerId": "1", "masterEpoch": "1"}, body), remoting.Success)
+
+	r.nodes[l].Close()
+	r.nodes[l] = nil
+	l2 := r.leader()
+	epoch := func() string {
+		ri := r.call(l2, remoting.ControllerGetReplicaInfo, map[string]string{"brokerName": "b"}, nil)
+		want(t, ri, remoting.Success)
+		return ri.Ext("masterBrokerId") + "@" + ri.Ext("masterEpoch")
+	}
+	r.heartbeat(2, 1, 0)
+	r.ctls[l2].Scan()
+	if got := epoch(); got != "1@1" {
+		t.Fatalf("a new leader elected at once: %s", got)
+	}
+	// It never heard the master: it waits the longest timeout it knows,
+	// at least RocketMQ's default 10 s.
+	r.clk.Advance(9 * time.Second)
+	r.heartbeat(2, 1, 0)
+	r.ctls[l2].Scan()
+	if got := epoch(); got != "1@1" {
+		t.Fatalf("elected inside the grace: %s", got)
+	}
+	r.clk.Advance(time.Second)
+	r.heartbeat(2, 1, 0)
+	r.ctls[l2].Scan()
+	if got := epoch(); got != "2@2" {
+		t.Fatalf("after the grace: %s, want 2@2", got)
+	}
+}

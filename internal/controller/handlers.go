@@ -146,6 +146,8 @@ func (c *Controller) heartbeat(req *remoting.Command) *remoting.Command {
 		p := i32(req, "electionPriority", liveness.DefaultPriority)
 		h.Priority = &p
 	}
+	c.noteServing()
+	c.noteTimeout(h.Timeout)
 	c.live.Heartbeat(h)
 	return remoting.NewResponse(req, remoting.Success, "")
 }

@@ -50,8 +50,9 @@
 // and changes the role. Anything but a master with a live lease is fenced
 // (before the first round of an epoch, during a role change, as a slave).
 //
-// The rule covers elections for an inactive master. It assumes that a
-// controller that becomes leader has heard the master's heartbeats, as
-// every controller is sent them; an election an operator forces
-// (ELECT_MASTER with designateElect) does not wait for the lease.
+// A controller that becomes leader elects for an inactive master only
+// once the master's heartbeat timeout has passed since it began serving
+// (internal/controller), so a master it never heard from has fenced
+// itself by then. An election an operator forces (ELECT_MASTER with
+// designateElect) does not wait for the lease.
 package failover

@@ -285,6 +285,14 @@ func leadershipError(err error) error {
 // Serving reports whether this node is the leader and its gate is open.
 func (n *Node) Serving() bool { return n.serving.Load() && n.raft.State() == raft.Leader }
 
+// Generation counts the leadership changes this node has seen: a serving
+// node whose generation changed has lost and regained leadership since.
+func (n *Node) Generation() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.gen
+}
+
 // VerifyLeader confirms with a quorum that this node still leads, for
 // reads that must be current.
 func (n *Node) VerifyLeader() error {
