@@ -339,6 +339,28 @@ func TestFailoverAgainstController(t *testing.T) {
 		t.Fatalf("restarted broker got id %d", st.BrokerID)
 	}
 	again.rep.waitFor(t, "slave of 2 at "+defaultHAAddr(b2.addr)+" epoch=2")
+
+	// A broker that stopped after writing its temp file resumes with
+	// APPLY_BROKER_ID; when its id went to another broker meanwhile, it
+	// asks for a new one.
+	root := t.TempDir()
+	files := IdentityFiles{FS: vfs.OS(), Root: root}
+	if err := files.Store(Identity{ClusterName: "c", BrokerName: "b", BrokerID: 1, CheckCode: "10.9.9.9:1;1"}, true); err != nil {
+		t.Fatal(err)
+	}
+	b3 := startBroker(t, clk, ctlAddr, root)
+	if err := b3.agent.Bootstrap(ctx, b3.addr); err != nil {
+		t.Fatal(err)
+	}
+	if st := b3.agent.Status(); st.BrokerID != 3 {
+		t.Fatalf("broker with a taken id in its temp file got id %d, want 3", st.BrokerID)
+	}
+	if id, ok, _ := files.Load(false); !ok || id.BrokerID != 3 {
+		t.Fatalf("%s: %+v", IdentityFile, id)
+	}
+	if _, ok, _ := files.Load(true); ok {
+		t.Fatalf("%s left behind", TempIdentityFile)
+	}
 }
 
 // TestFollowsNotLeader sends a request to a controller that is not the
