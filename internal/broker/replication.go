@@ -388,6 +388,15 @@ func (b *Broker) closeReplication() {
 	}
 }
 
+// masterUp reports, on a slave, whether its HA stream to the master is
+// connected: the data path then suggests the master to caught-up
+// consumers (a killed master's connection closes, or housekeeping closes
+// it after haHousekeepingInterval of silence).
+func (b *Broker) masterUp() bool {
+	r := b.repl
+	return r != nil && r.slave != nil && r.slave.Connected()
+}
+
 // isSlave reports whether the broker runs as a slave (brokerRole=SLAVE).
 func (b *Broker) isSlave() bool { return b.storeConfig().BrokerRole == store.Slave }
 
