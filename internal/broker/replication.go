@@ -257,6 +257,7 @@ func (b *Broker) startReplication() {
 			HousekeepingInterval:  millis(hc.HousekeepingInterval),
 		})
 		r.slave.Start()
+		b.offsets.TrackLocalCommits()
 		b.repl = r
 		b.background(func() { b.runSlaveSync(r) })
 		return

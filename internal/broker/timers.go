@@ -1,11 +1,17 @@
 package broker
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
+	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // startTimers opens and starts the timing wheel when timerWheelEnable is
@@ -63,4 +69,52 @@ func (b *Broker) TimerStats() (timer.Stats, bool) {
 		return timer.Stats{}, false
 	}
 	return b.timers.Stats(), true
+}
+
+// TimerCheckFile is the copy of its master's timer checkpoint a slave
+// keeps, under storePathRootDir/config (RocketMQ's timercheck name), in
+// the GET_TIMER_CHECK_POINT body's form.
+const TimerCheckFile = "timercheck"
+
+// handleGetTimerCheckPoint answers GET_TIMER_CHECK_POINT (60) with the
+// timing wheel's last checkpoint in RocketMQ's TimerCheckpoint body (and
+// Spool's scanFrom after it); without one, SYSTEM_ERROR as RocketMQ.
+func (b *Broker) handleGetTimerCheckPoint(_ *transport.Conn, req *remoting.Command) *remoting.Command {
+	if b.timers != nil {
+		if ck, ok := b.timers.LastCheckpoint(); ok {
+			resp := remoting.NewResponse(req, remoting.Success, "")
+			resp.Body = ck.Encode()
+			return resp
+		}
+	}
+	return remoting.NewResponse(req, remoting.SystemError, "The checkpoint is null")
+}
+
+// syncTimerCheckpoint copies the master's timer checkpoint, keeping it in
+// storePathRootDir/config/timercheck when it changed. A master without
+// one (its wheel off, or no checkpoint written yet) and a master that does
+// not know the request leave the copy as it is.
+func (b *Broker) syncTimerCheckpoint(addr string) error {
+	ctx, cancel := context.WithTimeout(b.registrar.base, 10*time.Second)
+	defer cancel()
+	resp, err := b.registrar.client.Invoke(ctx, addr, remoting.NewRequest(remoting.GetTimerCheckPoint, nil, nil))
+	if err != nil {
+		return err
+	}
+	if resp.Code != remoting.Success {
+		return nil
+	}
+	ck, err := timer.DecodeWireCheckpoint(resp.Body)
+	if err != nil {
+		return fmt.Errorf("GET_TIMER_CHECK_POINT: %w", err)
+	}
+	if old := b.timerCopy.Load(); old != nil && *old == ck {
+		return nil
+	}
+	path := filepath.Join(b.storeConfig().StorePathRootDir, "config", TimerCheckFile)
+	if err := metadata.WriteFileAtomic(path, ck.Encode()); err != nil {
+		return fmt.Errorf("keep the master's timer checkpoint: %w", err)
+	}
+	b.timerCopy.Store(&ck)
+	return nil
 }

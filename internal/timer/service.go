@@ -86,6 +86,7 @@ type Service struct {
 	ckErr     atomic.Pointer[string]
 	ckNoSpace atomic.Int64 // checkpoints that found no space for the wheel image (retried)
 	ckLast    atomic.Int64
+	ckWire    atomic.Pointer[WireCheckpoint] // the last checkpoint, for GET_TIMER_CHECK_POINT
 
 	recovering atomic.Bool
 	pending    atomic.Int64
