@@ -459,5 +459,16 @@ func (b *Broker) replicationRuntimeInfo(t map[string]string) {
 		if err := r.slave.Err(); err != nil {
 			t["haClientError"] = err.Error()
 		}
+		// The metadata copy (replica_sync.go): version checks, whole
+		// tables fetched, offsets handed back to the master, and the
+		// master's timer checkpoint last copied.
+		t["slaveSyncVersionChecks"] = strconv.FormatInt(b.syncCounts.versionChecks.Load(), 10)
+		t["slaveSyncTopicFetches"] = strconv.FormatInt(b.syncCounts.topicFetches.Load(), 10)
+		t["slaveSyncGroupFetches"] = strconv.FormatInt(b.syncCounts.groupFetches.Load(), 10)
+		t["slaveSyncOffsetsHandedBack"] = strconv.FormatInt(b.syncCounts.offsetsPushed.Load(), 10)
+		t["slaveLocalOffsetsPending"] = strconv.Itoa(len(b.offsets.LocalCommits()))
+		if ck := b.timerCopy.Load(); ck != nil {
+			t["timerCheckpointCopiedReadTimeMs"] = strconv.FormatInt(ck.LastReadTimeMs, 10)
+		}
 	}
 }
