@@ -2,7 +2,10 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -26,6 +29,7 @@ func (b *Broker) startTimers() error {
 	tc.CommitLogFileSize = b.storeConfig().MappedFileSizeCommitLog
 	tc.Logger = b.logger.With("service", "timer")
 	tc.Deliver = b.deliverTimer
+	tc.MasterCheckpoint = b.copiedTimerCheckpoint()
 	svc, err := timer.New(tc, b.store)
 	if err != nil {
 		return fmt.Errorf("timer wheel: %w", err)
@@ -117,4 +121,25 @@ func (b *Broker) syncTimerCheckpoint(addr string) error {
 	}
 	b.timerCopy.Store(&ck)
 	return nil
+}
+
+// copiedTimerCheckpoint reads the master's timer checkpoint this broker
+// copied while it was a slave (nil when there is none or it is unreadable:
+// the wheel then starts as without one). The wheel uses it only when it
+// finds no wheel file of its own.
+func (b *Broker) copiedTimerCheckpoint() *timer.WireCheckpoint {
+	path := filepath.Join(b.storeConfig().StorePathRootDir, "config", TimerCheckFile)
+	body, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			b.logger.Warn("timer: the copied master checkpoint is unreadable; ignored", "file", path, "err", err)
+		}
+		return nil
+	}
+	ck, err := timer.DecodeWireCheckpoint(body)
+	if err != nil {
+		b.logger.Warn("timer: the copied master checkpoint is unreadable; ignored", "file", path, "err", err)
+		return nil
+	}
+	return &ck
 }
