@@ -288,5 +288,7 @@ func init() {
 const GetTimerCheckPoint int32 = 60
 
 func init() {
-	requestNames[GetTimerCheckPoint] = "GET_TIMER_CHECK_POINT"
+	for code, name := range map[int32]string{GetTimerCheckPoint: "GET_TIMER_CHECK_POINT"} {
+		requestNames[code] = name
+	}
 }
