@@ -1,7 +1,11 @@
 package broker
 
 import (
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/internal/clock"
 
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
@@ -58,5 +62,36 @@ func TestPullAnswerSuggestsWhichBroker(t *testing.T) {
 	s.createTopic("TopicSuggest", 1)
 	if got := suggested(s, "g"); got != 2 {
 		t.Errorf("slave without a connected master: suggest %d, want itself (2)", got)
+	}
+}
+
+// A pull answered empty because the cold-read budget is spent suggests
+// the slave too: it was found outside the in-memory window.
+func TestColdRetrySuggestsTheSlave(t *testing.T) {
+	e, bs := startBusyBroker(t, func(c *Config, _ *store.Config) {
+		c.ColdReadBytesPerSecond = 1000
+		c.HA.SlaveReadEnable = true
+	}, nil)
+	clk := clock.NewManual(time.Unix(1000, 0))
+	e.b.cold.mu.Lock()
+	e.b.cold.clock = clk
+	e.b.cold.mu.Unlock()
+	e.createTopic("COLD", 1)
+	for range 3 {
+		e.mustSend("COLD", 0, "", strings.Repeat("c", 400))
+	}
+	e.waitDispatched("COLD", 0, 3)
+	bs.cold.Store(true)
+	pull := func(off int64) *remoting.Command {
+		return e.invoke(pullReq("g", "COLD", 0, off, pullFlagSubscription, 0, "*"))
+	}
+	pull(0)
+	pull(1) // the budget is in debt now
+	r := pull(2)
+	if r.Code != remoting.PullRetryImmediately {
+		t.Fatalf("pull over the budget: code %d %q", r.Code, r.Remark)
+	}
+	if got := extInt(t, r, "suggestWhichBrokerId"); got != 1 {
+		t.Errorf("pull over the cold-read budget suggests %d, want whichBrokerWhenConsumeSlowly 1", got)
 	}
 }
