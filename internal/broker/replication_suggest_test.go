@@ -8,6 +8,7 @@ import (
 	"github.com/spoolmq/spool/internal/clock"
 
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -93,5 +94,45 @@ func TestColdRetrySuggestsTheSlave(t *testing.T) {
 	}
 	if got := extInt(t, r, "suggestWhichBrokerId"); got != 1 {
 		t.Errorf("pull over the cold-read budget suggests %d, want whichBrokerWhenConsumeSlowly 1", got)
+	}
+}
+
+// A slave whose HA stream to its master is connected sends a caught-up
+// reader back to the master (0); once the master is gone it keeps the
+// reader (its own id).
+func TestSlaveSuggestsTheMasterWhileConnected(t *testing.T) {
+	t.Parallel()
+	ns, err := namesrv.New(namesrv.DefaultConfig(), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := startHABroker(t, ns, func(c *Config, s *store.Config) {
+		c.HA.SendHeartbeatInterval = 100
+	})
+	s := startHABroker(t, ns, func(c *Config, sc *store.Config) {
+		sc.BrokerRole, c.BrokerID = store.Slave, 1
+		c.HA.MasterAddress = m.b.repl.advertisedHA()
+		c.HA.SendHeartbeatInterval = 100
+		c.HA.SlaveReadEnable = true
+	})
+	m.createTopic("TopicBack", 1)
+	m.mustSend("TopicBack", 0, "", "a")
+	s.createTopic("TopicBack", 1)
+	s.waitDispatched("TopicBack", 0, 1)
+	suggested := func() int64 {
+		resp := s.invoke(pullReq("g", "TopicBack", 0, 0, pullFlagSubscription, 0, "*"))
+		if resp.Code != remoting.Success {
+			t.Fatalf("pull from the slave answered %d %q", resp.Code, resp.Remark)
+		}
+		return extInt(t, resp, "suggestWhichBrokerId")
+	}
+	waitFor(t, "the slave's HA stream connected", s.b.masterUp)
+	if got := suggested(); got != 0 {
+		t.Errorf("caught-up reader on a connected slave: suggest %d, want the master (0)", got)
+	}
+	m.stop()
+	waitFor(t, "the slave's HA stream closed", func() bool { return !s.b.masterUp() })
+	if got := suggested(); got != 1 {
+		t.Errorf("caught-up reader on a slave without its master: suggest %d, want the slave (1)", got)
 	}
 }
