@@ -282,3 +282,13 @@ func init() {
 		requestNames[code] = name
 	}
 }
+
+// GetTimerCheckPoint is RocketMQ's GET_TIMER_CHECK_POINT: a master's
+// timer-wheel checkpoint, which its slaves copy.
+const GetTimerCheckPoint int32 = 60
+
+func init() {
+	for code, name := range map[int32]string{GetTimerCheckPoint: "GET_TIMER_CHECK_POINT"} {
+		requestNames[code] = name
+	}
+}

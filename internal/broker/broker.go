@@ -113,6 +113,10 @@ type Broker struct {
 	cold      *coldReadBudget
 	repl      *replication    // set by Start before the listeners open; nil for test stores
 	failover  *failover.Agent // the controller client; nil unless enableControllerMode
+	// syncCounts are a slave's metadata copy figures; timerCopy is the
+	// master's timer checkpoint it copied last.
+	syncCounts slaveSyncCounts
+	timerCopy  atomic.Pointer[timer.WireCheckpoint]
 
 	executors  map[string]*transport.Executor
 	sendEx     *transport.Executor

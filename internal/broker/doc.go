@@ -56,7 +56,7 @@
 //	stored send        the client's properties + UNIQ_KEY (when missing) + CLUSTER=<cluster>
 //	                   MSG_REGION=<regionId> TRACE_ON=<bool>, the broker's values replacing
 //	                   the client's (single, reply, and appended to each batch member's own)
-//	pull answer ext    suggestWhichBrokerId=0 nextBeginOffset=<n> minOffset=<n> maxOffset=<n>
+//	pull answer ext    suggestWhichBrokerId=<id> nextBeginOffset=<n> minOffset=<n> maxOffset=<n>
 //	                   (on every pull answer); body = stored records back to back:
 //	                   +-----------+-----------+-----+
 //	                   | record 1  | record 2  | ... |   each record as stored (V1 layout)

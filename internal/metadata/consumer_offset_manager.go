@@ -29,6 +29,8 @@ type ConsumerOffsetManager struct {
 	version *versionStamp
 	dirty   atomic.Bool
 	File    *File
+	// local is the ledger of commits (nil unless TrackLocalCommits).
+	local map[OffsetKey]int64
 }
 
 func NewConsumerOffsetManager(d Deps) *ConsumerOffsetManager {
@@ -117,6 +119,9 @@ func (m *ConsumerOffsetManager) Commit(group, topic string, queueID int32, offse
 		m.version.next()
 		m.dirty.Store(true)
 	}
+	if m.local != nil {
+		m.local[OffsetKey{Topic: topic, Group: group, QueueID: queueID}] = offset
+	}
 	m.mu.Unlock()
 }
 
@@ -164,6 +169,11 @@ func (m *ConsumerOffsetManager) removeIf(match func(topic, group string) bool) {
 		if match(key[:i], key[i+1:]) {
 			delete(m.table, key)
 			removed = true
+		}
+	}
+	for k := range m.local {
+		if match(k.Topic, k.Group) {
+			delete(m.local, k)
 		}
 	}
 	if removed {

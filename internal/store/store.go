@@ -510,7 +510,7 @@ func (st *DefaultMessageStore) MinOffsetInQueue(topic string, queueID int32) int
 
 // memoryWindow is the part of the CommitLog tail considered in memory.
 func (st *DefaultMessageStore) memoryWindow() int64 {
-	return st.memTotal * int64(st.live().AccessMessageInMemoryMaxRatio) / 100
+	return memoryWindowOf(st.memTotal, st.live().AccessMessageInMemoryMaxRatio)
 }
 
 // CheckInMemByConsumeOffset reports whether the message at a logical offset

@@ -97,6 +97,10 @@ func (s *Service) runEnqueue() {
 				s.logger.Error("timer: record without a valid TIMER_OUT_MS skipped", "queueOffset", last, "offset", h.PhysicalOffset, "value", v)
 				continue
 			}
+			if due/1000 < s.doneBefore {
+				s.c.skipped.Add(1) // delivered by the master this broker took over from
+				continue
+			}
 			batch = append(batch, slotEntry{due: due, phy: h.PhysicalOffset, size: h.TotalSize})
 		}
 		r.Release()

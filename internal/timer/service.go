@@ -86,6 +86,12 @@ type Service struct {
 	ckErr     atomic.Pointer[string]
 	ckNoSpace atomic.Int64 // checkpoints that found no space for the wheel image (retried)
 	ckLast    atomic.Int64
+	ckWire    atomic.Pointer[WireCheckpoint] // the last checkpoint, for GET_TIMER_CHECK_POINT
+
+	// doneBefore is set once by Start from a master's copied checkpoint:
+	// timers due before this second were delivered by that master, so
+	// linking skips them (0: none).
+	doneBefore int64
 
 	recovering atomic.Bool
 	pending    atomic.Int64
@@ -214,6 +220,15 @@ func (s *Service) recoverFiles() error {
 			r.Release()
 		} else {
 			r.Release()
+		}
+		if ck := s.cfg.MasterCheckpoint; ck != nil && ck.HasScanFrom && ck.ScanFrom <= s.st.MaxPhyOffset() && ck.LastReadTimeMs > 0 {
+			// A promoted slave: its master had delivered every timer due
+			// before the copied cursor, and every such delivery lies
+			// before ScanFrom, which this CommitLog holds.
+			img.cursor, img.scanFrom = ck.LastReadTimeMs/1000, max(ck.ScanFrom, s.st.MinPhyOffset())
+			s.doneBefore = img.cursor
+			s.logger.Info("timer: no wheel file; starting from the master's copied checkpoint",
+				"cursorSec", img.cursor, "scanFrom", img.scanFrom)
 		}
 		existing, err := s.log.existing()
 		if err != nil {

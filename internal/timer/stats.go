@@ -27,7 +27,8 @@ type Stats struct {
 	// Rolled counts timers re-linked for a later round of the wheel.
 	Rolled int64
 	// SkippedDelivered counts timers found already delivered by the
-	// recovery scan (duplicates avoided).
+	// recovery scan, or, on a broker started from its master's copied
+	// checkpoint, due before it (duplicates avoided).
 	SkippedDelivered int64
 	// Malformed counts unreadable records of the timer topic; Corrupt
 	// counts timer-log or CommitLog read failures.
