@@ -46,6 +46,7 @@ func (s *Service) runDelivery() {
 				s.c.corrupt.Add(1)
 				s.logger.Error("timer: slot list cut short", "second", c.sec, "err", err)
 			}
+			s.learnCancels(ents, c.sec)
 			s.mu.Lock()
 			s.countSkipped(s.w.walked(ents))
 			s.mu.Unlock()
@@ -129,6 +130,7 @@ func (s *Service) finishSlotLocked() error {
 		}
 		s.c.rolled.Add(int64(len(rolled)))
 	}
+	s.forgetCancelsLocked(u.c.sec)
 	moveScan, dropped := s.w.finished(u)
 	if dropped > 0 {
 		s.logger.Info("timer: delivery markers matching no pending timer dropped", "count", dropped)
@@ -142,6 +144,10 @@ func (s *Service) finishSlotLocked() error {
 // deliverEntry reads the timer record of e and hands the real message to
 // the deliver function; it reports whether an ack will come.
 func (s *Service) deliverEntry(e slotEntry, now int64, acks chan<- ack) bool {
+	if e.del {
+		s.dropMarker()
+		return false
+	}
 	rec, err := s.st.LookMessageByOffset(e.phy)
 	if err != nil {
 		if errors.Is(err, store.ErrOffsetNotFound) || errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrFileGone) {
@@ -157,6 +163,9 @@ func (s *Service) deliverEntry(e slotEntry, now int64, acks chan<- ack) bool {
 			err = fmt.Errorf("record at %d is not the timer record due at %d (topic %s)", e.phy, e.due, ext.Topic)
 		}
 		s.countLost(e, err)
+		return false
+	}
+	if s.cancelledTimer(e, ext) {
 		return false
 	}
 	m, err := realMessage(ext, e.phy)

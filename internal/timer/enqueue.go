@@ -25,6 +25,11 @@ func (s *Service) linkLocked(ts []slotEntry) error {
 		s.w.unlink(undo)
 		return err
 	}
+	for _, t := range ts {
+		if t.del {
+			s.noteCancelLocked(t.due, t.key)
+		}
+	}
 	ready, skipped := s.w.linked(ts, pos0)
 	s.countSkipped(skipped)
 	if ready {
@@ -97,7 +102,11 @@ func (s *Service) runEnqueue() {
 				s.logger.Error("timer: record without a valid TIMER_OUT_MS skipped", "queueOffset", last, "offset", h.PhysicalOffset, "value", v)
 				continue
 			}
-			batch = append(batch, slotEntry{due: due, phy: h.PhysicalOffset, size: h.TotalSize})
+			e := slotEntry{due: due, phy: h.PhysicalOffset, size: h.TotalSize}
+			if k, ok := h.Property(rec, message.PropertyTimerDelUniqKey); ok {
+				e.del, e.key = true, k
+			}
+			batch = append(batch, e)
 		}
 		r.Release()
 		s.mu.Lock()
