@@ -141,6 +141,11 @@ type Config struct {
 	// TIMER_DELIVER_MS, TIMER_DELAY_SEC or TIMER_DELAY_MS to the timing
 	// wheel; off, they are refused with SYSTEM_ERROR.
 	TimerWheelEnable bool `prop:"timerWheelEnable"`
+	// RecallMessageEnable answers RECALL_MESSAGE (off: NO_PERMISSION, as
+	// RocketMQ's default); AllowRecallWhenBrokerNotWriteable lets a recall
+	// through while the broker's permission has no write bit.
+	RecallMessageEnable               bool `prop:"recallMessageEnable" live:"true"`
+	AllowRecallWhenBrokerNotWriteable bool `prop:"allowRecallWhenBrokerNotWriteable" live:"true"`
 	// HA holds the master/slave replication keys (haListenPort,
 	// haMasterAddress, slaveReadEnable, inSyncReplicas, slaveTimeout, ...).
 	HA HAConfig
@@ -233,9 +238,10 @@ func DefaultConfig() Config {
 		MetricsExporterType:     "DISABLE",
 		MetricsPromExporterPort: 5557,
 
-		TimerWheelEnable: true,
-		HA:               DefaultHAConfig(),
-		Timer:            timer.DefaultConfig(),
+		TimerWheelEnable:                  true,
+		AllowRecallWhenBrokerNotWriteable: true,
+		HA:                                DefaultHAConfig(),
+		Timer:                             timer.DefaultConfig(),
 	}
 }
 

@@ -69,6 +69,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.UpdateConsumerOffset, b.proc.HandleUpdateConsumerOffset, consumer)
 
 	regLater(remoting.EndTransaction, b.data.HandleEndTransaction, endTx)
+	regLater(remoting.RecallMessage, b.handleRecallMessage, b.sendEx)
 
 	reg(remoting.AuthCreateUser, b.authsrv.HandleCreateUser, admin)
 	reg(remoting.AuthUpdateUser, b.authsrv.HandleUpdateUser, admin)

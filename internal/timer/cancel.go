@@ -1,7 +1,9 @@
 package timer
 
 import (
+	"encoding/base64"
 	"strconv"
+	"strings"
 
 	"github.com/spoolmq/spool/message"
 )
@@ -110,4 +112,13 @@ func RecallDue(handleTimestamp string) (int64, bool) {
 		return 0, false
 	}
 	return v - 1, true
+}
+
+// RecallHandle builds the recall handle a send answer carries for a timer
+// message of topic with UNIQ_KEY uniq due exactly at dueMs: base64url of
+// "v1 topic brokerName timestamp uniq", the timestamp being dueMs + 1 as
+// RocketMQ's SendMessageProcessor writes it (RecallMessageHandle.HandleV1).
+func RecallHandle(topic, brokerName string, dueMs int64, uniq string) string {
+	raw := strings.Join([]string{"v1", topic, brokerName, strconv.FormatInt(dueMs+1, 10), uniq}, " ")
+	return base64.URLEncoding.EncodeToString([]byte(raw))
 }
