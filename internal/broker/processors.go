@@ -121,6 +121,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.InvokeBrokerToGetConsumerStatus, b.admin.HandleInvokeBrokerToGetConsumerStatus, admin)
 	reg(remoting.GetConsumerRunningInfo, b.admin.HandleGetConsumerRunningInfo, admin)
 	reg(remoting.ConsumeMessageDirectly, b.admin.HandleConsumeMessageDirectly, admin)
+	reg(remoting.CloneGroupOffset, b.admin.HandleCloneGroupOffset, admin)
 
 	b.server.OnConnClose(b.onConnClose)
 }
