@@ -98,6 +98,7 @@ func (s *Service) cancelledTimer(e slotEntry, ext *message.Ext) bool {
 	}
 	s.c.cancelled.Add(1)
 	s.pending.Add(-1)
+	s.topics.add(ext.Properties[message.PropertyRealTopic], 2, 1)
 	s.logger.Debug("timer: timer cancelled", "offset", e.phy, "due", e.due, "uniqKey", uniq)
 	return true
 }

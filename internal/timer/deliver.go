@@ -16,8 +16,9 @@ import (
 
 // ack is a delivery's outcome.
 type ack struct {
-	e   slotEntry
-	res store.PutResult
+	e     slotEntry
+	res   store.PutResult
+	topic string
 }
 
 // runDelivery is the wheel's hand: it loads the cursor's slot, delivers its
@@ -175,7 +176,8 @@ func (s *Service) deliverEntry(e slotEntry, now int64, acks chan<- ack) bool {
 		s.logger.Error("timer: timer record dropped", "offset", e.phy, "err", err)
 		return false
 	}
-	s.deliver(m, func(r store.PutResult) { acks <- ack{e, r} })
+	topic := m.Topic
+	s.deliver(m, func(r store.PutResult) { acks <- ack{e, r, topic} })
 	return true
 }
 
@@ -202,10 +204,12 @@ func (s *Service) handleAck(a ack) {
 		now := s.nowMs()
 		s.c.delivered.Add(1)
 		s.pending.Add(-1)
+		s.topics.add(a.topic, 1, 1)
 		s.lateness.Record(time.Duration(now-a.e.due) * time.Millisecond)
 	case store.MessageIllegal, store.PropertiesSizeExceeded:
 		s.c.dropped.Add(1)
 		s.pending.Add(-1)
+		s.topics.add(a.topic, 2, 1)
 		s.logger.Error("timer: due message refused by the store, dropped", "offset", a.e.phy, "status", int(a.res.Status), "remark", a.res.Remark)
 	default:
 		s.retry(a.e, s.nowMs(), a.res.Remark)

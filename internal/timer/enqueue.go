@@ -105,6 +105,8 @@ func (s *Service) runEnqueue() {
 			e := slotEntry{due: due, phy: h.PhysicalOffset, size: h.TotalSize}
 			if k, ok := h.Property(rec, message.PropertyTimerDelUniqKey); ok {
 				e.del, e.key = true, k
+			} else if rt, ok := h.Property(rec, message.PropertyRealTopic); ok {
+				e.topic = rt
 			}
 			batch = append(batch, e)
 		}
@@ -116,6 +118,9 @@ func (s *Service) runEnqueue() {
 			s.pending.Add(-int64(len(batch)))
 		} else {
 			s.w.enqueued(last, batch)
+			for _, e := range batch {
+				s.topics.add(e.topic, 0, 1)
+			}
 		}
 		s.mu.Unlock()
 		signal(s.linked)

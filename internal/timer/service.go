@@ -91,6 +91,8 @@ type Service struct {
 	// linked or walked and not yet finished (guarded by mu; cancel.go).
 	cancels map[int64]map[string]struct{}
 
+	topics topicCounts // metrics.go
+
 	recovering atomic.Bool
 	pending    atomic.Int64
 	c          counters

@@ -49,6 +49,8 @@ type slotEntry struct {
 	size int32
 	del  bool   // a delete marker (TIMER_DEL_UNIQKEY): never delivered
 	key  string // a delete marker's key, when the enqueue read it (else "")
+	// topic is the real topic, when the enqueue read it (metrics only).
+	topic string
 }
 
 type entryHeap []slotEntry
