@@ -10,6 +10,7 @@ import (
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -161,6 +162,7 @@ func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.In
 		d.countTopicPut(m.Topic, m.QueueID, r, start)
 		resp := d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset})
 		d.attachRecallHandle(req, m, resp)
+		d.countRetryToDLQ(m, resp)
 		d.replyLater(rs, resp)
 	})
 	if err != nil {
@@ -391,6 +393,19 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 		d.replyLater(rs, d.sendResponse(req, r, qid, "", offs))
 	}))
 	return transport.Later(rs)
+}
+
+// countRetryToDLQ counts a message sent to a retry topic that retryToDLQ
+// moved to the dead-letter queue, under the topic it was first sent to.
+func (d *Path) countRetryToDLQ(m *message.Inner, resp *remoting.Command) {
+	if resp.Code != remoting.Success || !strings.HasPrefix(m.Topic, systopic.DLQPrefix) {
+		return
+	}
+	topic := m.Properties[message.PropertyRetryTopic]
+	if topic == "" {
+		topic = retryGroupTopicPrefix + strings.TrimPrefix(m.Topic, systopic.DLQPrefix)
+	}
+	d.stats.IncSendToDLQ(strings.TrimPrefix(m.Topic, systopic.DLQPrefix), topic)
 }
 
 // attachRecallHandle adds recallHandle to a successful single send's
