@@ -107,6 +107,7 @@ type Broker struct {
 	flow      *datapath.Flow
 	cold      *coldReadBudget
 	repl      *replication // set by Start before the listeners open; nil for test stores
+	rpc       rpcStats     // rocketmq_rpc_latency (rpc_metrics.go)
 
 	executors  map[string]*transport.Executor
 	sendEx     *transport.Executor
@@ -194,7 +195,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
-	b.topics.OnChange = b.registrar.topicChanged
+	b.topics.OnChange = b.topicChanged
+	b.groups.OnDelete = b.groupDeleted
 	b.schedule = schedule.NewService(scheduleDeps(b, filepath.Join(configDir, "delayOffset.json")))
 	if err := b.schedule.Load(); err != nil {
 		return nil, err
@@ -226,6 +228,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
 		Logger:             logger,
 	})
+	b.server.OnReply(b.rpc.observe)
 	b.registerProcessors()
 	return b, nil
 }

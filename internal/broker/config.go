@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/metrics"
 	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
 )
@@ -136,6 +137,12 @@ type Config struct {
 	MetricsPromExporterHost string `prop:"metricsPromExporterHost"`
 	MetricsPromExporterPort int    `prop:"metricsPromExporterPort"`
 	MetricsLabel            string `prop:"metricsLabel"`
+	// MetricsTopicCardinalityLimit and MetricsGroupCardinalityLimit (Spool
+	// keys, named after RocketMQ's metricsOtelCardinalityLimit) cap the
+	// topics and the consumer groups that get series on /metrics; the
+	// others are counted in spool_metrics_series_dropped.
+	MetricsTopicCardinalityLimit int `prop:"metricsTopicCardinalityLimit"`
+	MetricsGroupCardinalityLimit int `prop:"metricsGroupCardinalityLimit"`
 
 	// TimerWheelEnable (a RocketMQ store key) sends messages with
 	// TIMER_DELIVER_MS, TIMER_DELAY_SEC or TIMER_DELAY_MS to the timing
@@ -239,6 +246,8 @@ func DefaultConfig() Config {
 		MetricsPromExporterPort: 5557,
 
 		TimerWheelEnable:                  true,
+		MetricsTopicCardinalityLimit:      metrics.DefaultMaxTopics,
+		MetricsGroupCardinalityLimit:      metrics.DefaultMaxGroups,
 		AllowRecallWhenBrokerNotWriteable: true,
 		HA:                                DefaultHAConfig(),
 		Timer:                             timer.DefaultConfig(),
