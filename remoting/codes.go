@@ -83,6 +83,8 @@ const (
 	GetAllProducerInfo                   int32 = 328
 	QueryTopicsByConsumer                int32 = 343
 	GetTopicConfig                       int32 = 351
+	CloneGroupOffset                     int32 = 314
+	RecallMessage                        int32 = 370
 )
 
 var adminRequestNames = map[int32]string{
@@ -97,6 +99,7 @@ var adminRequestNames = map[int32]string{
 	CleanUnusedTopic: "CLEAN_UNUSED_TOPIC", GetBrokerConsumeStats: "GET_BROKER_CONSUME_STATS",
 	QueryConsumeQueue: "QUERY_CONSUME_QUEUE", GetAllProducerInfo: "GET_ALL_PRODUCER_INFO",
 	QueryTopicsByConsumer: "QUERY_TOPICS_BY_CONSUMER", GetTopicConfig: "GET_TOPIC_CONFIG",
+	CloneGroupOffset: "CLONE_GROUP_OFFSET", RecallMessage: "RECALL_MESSAGE",
 }
 
 // ConsumerNotOnline (RocketMQ ResponseCode CONSUMER_NOT_ONLINE) answers an

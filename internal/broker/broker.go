@@ -117,6 +117,7 @@ type Broker struct {
 	// master's timer checkpoint it copied last.
 	syncCounts slaveSyncCounts
 	timerCopy  atomic.Pointer[timer.WireCheckpoint]
+	rpc        rpcStats // rocketmq_rpc_latency (rpc_metrics.go)
 
 	executors  map[string]*transport.Executor
 	sendEx     *transport.Executor
@@ -207,7 +208,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
-	b.topics.OnChange = b.registrar.topicChanged
+	b.topics.OnChange = b.topicChanged
+	b.groups.OnDelete = b.groupDeleted
 	b.schedule = schedule.NewService(scheduleDeps(b, filepath.Join(configDir, "delayOffset.json")))
 	if err := b.schedule.Load(); err != nil {
 		return nil, err
@@ -239,6 +241,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
 		Logger:             logger,
 	})
+	b.server.OnReply(b.rpc.observe)
 	if cfg.EnableControllerMode {
 		if err := b.setupControllerMode(opts.replica); err != nil {
 			return nil, err

@@ -69,6 +69,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.UpdateConsumerOffset, b.proc.HandleUpdateConsumerOffset, consumer)
 
 	regLater(remoting.EndTransaction, b.data.HandleEndTransaction, endTx)
+	regLater(remoting.RecallMessage, b.handleRecallMessage, b.sendEx)
 
 	if b.failover != nil {
 		reg(remoting.NotifyBrokerRoleChanged, b.failover.HandleNotify, admin)
@@ -125,6 +126,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.InvokeBrokerToGetConsumerStatus, b.admin.HandleInvokeBrokerToGetConsumerStatus, admin)
 	reg(remoting.GetConsumerRunningInfo, b.admin.HandleGetConsumerRunningInfo, admin)
 	reg(remoting.ConsumeMessageDirectly, b.admin.HandleConsumeMessageDirectly, admin)
+	reg(remoting.CloneGroupOffset, b.admin.HandleCloneGroupOffset, admin)
 
 	b.server.OnConnClose(b.onConnClose)
 }

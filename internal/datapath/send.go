@@ -10,6 +10,7 @@ import (
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -159,7 +160,10 @@ func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.In
 	err := d.PutMessage(m, func(r store.PutResult) {
 		d.countPut(m.Topic, r)
 		d.countTopicPut(m.Topic, m.QueueID, r, start)
-		d.replyLater(rs, d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
+		resp := d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset})
+		d.attachRecallHandle(req, m, resp)
+		d.countRetryToDLQ(m, resp)
+		d.replyLater(rs, resp)
 	})
 	if err != nil {
 		return transport.Respond(remoting.NewResponse(req, timer.ResponseCode(err), err.Error()))
@@ -389,6 +393,34 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 		d.replyLater(rs, d.sendResponse(req, r, qid, "", offs))
 	}))
 	return transport.Later(rs)
+}
+
+// countRetryToDLQ counts a message sent to a retry topic that retryToDLQ
+// moved to the dead-letter queue, under the topic it was first sent to.
+func (d *Path) countRetryToDLQ(m *message.Inner, resp *remoting.Command) {
+	if resp.Code != remoting.Success || !strings.HasPrefix(m.Topic, systopic.DLQPrefix) {
+		return
+	}
+	topic := m.Properties[message.PropertyRetryTopic]
+	if topic == "" {
+		topic = retryGroupTopicPrefix + strings.TrimPrefix(m.Topic, systopic.DLQPrefix)
+	}
+	d.stats.IncSendToDLQ(strings.TrimPrefix(m.Topic, systopic.DLQPrefix), topic)
+}
+
+// attachRecallHandle adds recallHandle to a successful single send's
+// answer when the message went to the timing wheel (not for a retry
+// topic), as RocketMQ's SendMessageProcessor does.
+func (d *Path) attachRecallHandle(req *remoting.Command, m *message.Inner, resp *remoting.Command) {
+	if m.Topic != timer.Topic || resp.ExtFields == nil || (req.Code != remoting.SendMessage && req.Code != remoting.SendMessageV2) {
+		return
+	}
+	real, uniq := m.Properties[message.PropertyRealTopic], m.Properties[message.PropertyUniqClientMessageIDKeyIdx]
+	due, err := strconv.ParseInt(m.Properties[message.PropertyTimerOutMS], 10, 64)
+	if err != nil || real == "" || uniq == "" || isRetryTopic(real) {
+		return
+	}
+	resp.ExtFields["recallHandle"] = timer.RecallHandle(real, d.config().BrokerName, due, uniq)
 }
 
 // sendResponse maps a put result to the send answer: code, remark and the

@@ -184,3 +184,22 @@ func (m *ConsumerOffsetManager) removeIf(match func(topic, group string) bool) {
 		m.File.MarkDirty()
 	}
 }
+
+// CloneOffsets replaces dst's offsets of topic with a copy of src's, as
+// RocketMQ's cloneOffset does; it reports whether src had any.
+func (m *ConsumerOffsetManager) CloneOffsets(src, dst, topic string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	from := m.table[offsetKey(topic, src)]
+	if from == nil {
+		return false
+	}
+	to := make(map[int32]int64, len(from))
+	for q, off := range from {
+		to[q] = off
+	}
+	m.table[offsetKey(topic, dst)] = to
+	m.version.next()
+	m.dirty.Store(true)
+	return true
+}

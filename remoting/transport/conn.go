@@ -92,6 +92,8 @@ type connConfig struct {
 	logger         *slog.Logger
 	dispatch       func(c *Conn, req *remoting.Command)
 	onClose        func(c *Conn)
+	// onReply observes answers (Server.OnReply); nil on client conns.
+	onReply *ReplyObserver
 }
 
 // Conn is one TCP connection carrying commands both ways.

@@ -74,6 +74,7 @@ type Responder struct {
 	state atomic.Int32
 	once  atomic.Bool // a completion was made
 	out   outItem     // the answer of an early completion
+	start time.Time   // when Defer was called, with a reply observer
 
 	// Guarded by c.hmu: the held list, oldest first.
 	linked     bool
@@ -85,7 +86,11 @@ type Responder struct {
 // the handler returns Later(r) and completes r once, when the answer is
 // known (possibly before it returns).
 func (c *Conn) Defer(req *remoting.Command) *Responder {
-	return &Responder{c: c, req: req}
+	r := &Responder{c: c, req: req}
+	if c.cfg.onReply != nil {
+		r.start = time.Now()
+	}
+	return r
 }
 
 // Conn returns the connection the request came on.
@@ -150,7 +155,15 @@ func (r *Responder) complete(it outItem) {
 		return
 	}
 	it.counted = true
+	c.observe(r.req, it.cmd, r.start)
 	c.replyItem(r.req, it, false)
+}
+
+// observe passes an answer to the server's reply observer.
+func (c *Conn) observe(req, resp *remoting.Command, start time.Time) {
+	if o := c.cfg.onReply; o != nil && resp != nil {
+		(*o)(req, resp, time.Since(start))
+	}
 }
 
 // contractError is the panic value of a broken reply contract in a test
@@ -175,7 +188,11 @@ func misuse(c *Conn, req *remoting.Command, what string) {
 // run calls h for a request holding a slot and answers it. onReader says
 // it runs on the connection's reader goroutine.
 func (c *Conn) run(h ReplyHandler, req *remoting.Command, onReader bool) {
-	c.finish(req, c.callHandler(h, req), onReader)
+	var start time.Time
+	if c.cfg.onReply != nil {
+		start = time.Now()
+	}
+	c.finish(req, c.callHandler(h, req), onReader, start)
 }
 
 func (c *Conn) callHandler(h ReplyHandler, req *remoting.Command) (rep Reply) {
@@ -197,7 +214,7 @@ func (c *Conn) callHandler(h ReplyHandler, req *remoting.Command) (rep Reply) {
 // finish is the handler's return path: it writes a value or an early
 // completion, holds a responder still to be completed, and gives back the
 // slot of a request never answered.
-func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool) {
+func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start time.Time) {
 	r := rep.later
 	if r != nil && (r.req != req || r.c != c) {
 		misuse(c, req, "Later with the responder of another request")
@@ -227,8 +244,10 @@ func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool) {
 			return
 		}
 		it.counted = true
+		c.observe(req, it.cmd, r.start)
 		c.replyItem(req, it, onReader)
 	case rep.resp != nil:
+		c.observe(req, rep.resp, start)
 		c.replyItem(req, outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done, counted: true}, onReader)
 	default:
 		if rep.done != nil {

@@ -76,6 +76,7 @@ type Server struct {
 	conns     map[uint64]*Conn
 	execs     []*Executor
 	onClose   []func(*Conn)
+	onReply   atomic.Pointer[ReplyObserver]
 	wg        sync.WaitGroup
 }
 
@@ -163,6 +164,21 @@ func (s *Server) RegisterDefault(h Handler) {
 	s.routes.Store(&routeTable{m: old.m, def: valueHandler(h)})
 }
 
+// ReplyObserver sees every response the server's handlers give, with the
+// time from the start of the request's handler to the response's hand-off
+// to the writer. It runs on the goroutine that answers and must be quick.
+type ReplyObserver func(req, resp *remoting.Command, elapsed time.Duration)
+
+// OnReply sets the observer of answers for the connections accepted from
+// then on (set it before Listen); nil costs one nil check per request.
+func (s *Server) OnReply(fn ReplyObserver) {
+	if fn == nil {
+		s.onReply.Store(nil)
+		return
+	}
+	s.onReply.Store(&fn)
+}
+
 // OnConnClose adds fn to the functions called when a connection closes.
 func (s *Server) OnConnClose(fn func(c *Conn)) {
 	s.mu.Lock()
@@ -223,6 +239,7 @@ func (s *Server) serve(nc net.Conn) {
 		logger:         s.logger,
 		dispatch:       s.dispatch,
 		onClose:        s.connClosed,
+		onReply:        s.onReply.Load(),
 	})
 	s.mu.Lock()
 	if s.closed {

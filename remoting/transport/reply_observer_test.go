@@ -1,0 +1,75 @@
+package transport
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/remoting"
+)
+
+// TestReplyObserver: the observer sees a value answer, a deferred answer
+// completed after its handler returned and one completed before, each
+// with its response and a handling time at least as long as the
+// handler's wait; a oneway request is not observed.
+func TestReplyObserver(t *testing.T) {
+	type seen struct {
+		code, resp int32
+		elapsed    time.Duration
+	}
+	var mu sync.Mutex
+	var got []seen
+	const codeLater, codeEarly = 9101, 9102
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.OnReply(func(req, resp *remoting.Command, elapsed time.Duration) {
+			mu.Lock()
+			got = append(got, seen{req.Code, resp.Code, elapsed})
+			mu.Unlock()
+		})
+		s.Register(codeEcho, echo, nil)
+		s.RegisterReply(codeLater, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
+			go func() {
+				time.Sleep(20 * time.Millisecond)
+				r.Reply(remoting.NewResponse(req, remoting.SystemBusy, "later"))
+			}()
+			return Later(r)
+		}, nil)
+		s.RegisterReply(codeEarly, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
+			r.Reply(remoting.NewResponse(req, remoting.TopicNotExist, "early"))
+			return Later(r)
+		}, nil)
+	})
+	cl := NewClient(ClientConfig{})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, code := range []int32{codeEcho, codeLater, codeEarly} {
+		if _, err := cl.Invoke(ctx, addr, remoting.NewRequest(code, nil, []byte("x"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.InvokeOneway(addr, remoting.NewRequest(codeEcho, nil, []byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	// A last round trip: the oneway request was handled before it.
+	if _, err := cl.Invoke(ctx, addr, remoting.NewRequest(codeEcho, nil, []byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []seen{{codeEcho, remoting.Success, 0}, {codeLater, remoting.SystemBusy, 0}, {codeEarly, remoting.TopicNotExist, 0}, {codeEcho, remoting.Success, 0}}
+	if len(got) != len(want) {
+		t.Fatalf("observed %+v, want %d answers", got, len(want))
+	}
+	for i, w := range want {
+		if got[i].code != w.code || got[i].resp != w.resp || got[i].elapsed < 0 {
+			t.Errorf("answer %d observed as %+v, want code %d response %d", i, got[i], w.code, w.resp)
+		}
+	}
+	if got[1].elapsed < 20*time.Millisecond {
+		t.Errorf("the deferred answer's handling time %v is shorter than its 20ms wait", got[1].elapsed)
+	}
+}
