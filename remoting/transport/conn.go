@@ -137,6 +137,14 @@ type Conn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	// Server connections' limits (limits.go): the source IP counted,
+	// the refusal remark of a connection over a limit, the
+	// authentication state and its deadline's timer.
+	ipKey         string
+	refusal       string
+	authenticated atomic.Bool
+	authTimer     *time.Timer
 }
 
 func newConn(nc net.Conn, cfg connConfig) *Conn {
