@@ -54,6 +54,9 @@ type Outcome struct {
 	Username string
 	Stage    Stage
 	Refused  *Requirement
+	// Authenticated is set when the request's signature was verified
+	// (not when authentication is off or the code is whitelisted).
+	Authenticated bool
 }
 
 // Gate decides one request as RocketMQ 5.3's authentication and
@@ -76,6 +79,7 @@ func Gate(s Settings, dir Directory, code int32, ext map[string]string, body []b
 			return out
 		}
 		user = u
+		out.Authenticated = true
 	}
 	if !s.AuthorizationEnabled || s.AuthorizationWhitelist[code] {
 		out.Allowed = true

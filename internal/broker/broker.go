@@ -225,6 +225,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,
 		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
 		Logger:             logger,
+		MaxConns:           cfg.ServerMaxConnections,
+		MaxConnsPerIP:      cfg.ServerMaxConnectionsPerIp,
+		AuthTimeout:        b.authTimeout(&cfg),
 	})
 	b.registerProcessors()
 	return b, nil
