@@ -14,10 +14,11 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// namesrvAuth is the name server's part of RocketMQ 5.3's access-control
-// keys, read from its properties file beside namesrv.Config (they are not
-// name-server configuration proper: GET_NAMESRV_CONFIG does not answer
-// them, so the secrets stay in the process).
+// namesrvAuth is the name server's and the controller's part of RocketMQ
+// 5.3's access-control keys, read from their properties file beside
+// their own configuration (which GET_NAMESRV_CONFIG and
+// GET_CONTROLLER_CONFIG answer: these are not in it, so the secrets stay
+// in the process).
 type namesrvAuth struct {
 	AuthenticationEnabled   bool   `prop:"authenticationEnabled"`
 	AuthorizationEnabled    bool   `prop:"authorizationEnabled"`
@@ -69,14 +70,25 @@ func namesrvAccess(a namesrvAuth, nc namesrv.Config, listen string, tc *tlsconf.
 	if err := plaintextRefusal(listen, tc, a.AuthAllowPlaintext); err != nil {
 		return nil, err
 	}
+	if a.AuthConfigPath == "" && nc.KVConfigPath == "" {
+		return nil, fmt.Errorf("name server: access control needs authConfigPath (or kvConfigPath) for its users")
+	}
+	svc, err := a.open(filepath.Join(filepath.Dir(nc.KVConfigPath), "auth"), logger)
+	if err != nil {
+		return nil, fmt.Errorf("name server: %w", err)
+	}
+	lim.Authorize = svc.Hook()
+	return []namesrv.Option{namesrv.WithServerConfig(lim), namesrv.WithHandlers(svc.Handlers())}, nil
+}
+
+// open opens the access control the keys ask for, with its users and
+// ACLs in authConfigPath or else defaultDir.
+func (a namesrvAuth) open(defaultDir string, logger *slog.Logger) (*authserve.Service, error) {
 	dir := a.AuthConfigPath
 	if dir == "" {
-		if nc.KVConfigPath == "" {
-			return nil, fmt.Errorf("name server: access control needs authConfigPath (or kvConfigPath) for its users")
-		}
-		dir = filepath.Join(filepath.Dir(nc.KVConfigPath), "auth")
+		dir = defaultDir
 	}
-	svc, err := authserve.Open(authserve.Config{
+	return authserve.Open(authserve.Config{
 		AuthenticationEnabled:   a.AuthenticationEnabled,
 		AuthorizationEnabled:    a.AuthorizationEnabled,
 		AuthenticationWhitelist: a.AuthenticationWhitelist,
@@ -86,11 +98,6 @@ func namesrvAccess(a namesrvAuth, nc namesrv.Config, listen string, tc *tlsconf.
 		StoreDir:                dir,
 		Logger:                  logger,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("name server: %w", err)
-	}
-	lim.Authorize = svc.Hook()
-	return []namesrv.Option{namesrv.WithServerConfig(lim), namesrv.WithHandlers(svc.Handlers())}, nil
 }
 
 // lateAccess is the name-server side of a standalone process: the
