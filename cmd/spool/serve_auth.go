@@ -105,12 +105,20 @@ func (a namesrvAuth) open(defaultDir string, logger *slog.Logger) (*authserve.Se
 // the name server (the broker registers with it in process). Its hook and
 // handlers read the service set by bind, which happens before the
 // name-server port opens.
+//
+// Route queries (GET_ROUTEINFO_BY_TOPIC) pass unchecked, as on a
+// RocketMQ name server beside a broker with access control: a client
+// learns where a topic lives, and its sends and pulls are checked by the
+// broker, which answers a refusal with NO_PERMISSION. Everything else on
+// the port (registration, KV config, topic deletion, write permission,
+// cluster listings, user and ACL management) is checked with the
+// broker's keys, so no fake broker registers.
 type lateAccess struct{ svc *authserve.Service }
 
 func (l *lateAccess) bind(svc *authserve.Service) { l.svc = svc }
 
 func (l *lateAccess) authorize(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	if l.svc == nil || !l.svc.Active() {
+	if l.svc == nil || !l.svc.Active() || req.Code == remoting.GetRouteinfoByTopic {
 		return nil
 	}
 	return l.svc.Authorize(c, req)
@@ -120,6 +128,9 @@ func (l *lateAccess) authorize(c *transport.Conn, req *remoting.Command) *remoti
 // port (on is whether the broker's configuration turns access control
 // on; off, only lim's limits apply).
 func (l *lateAccess) options(on bool, lim transport.ServerConfig) []namesrv.Option {
+	// Route queries are never authenticated here, so the authentication
+	// deadline would close every client's name-server connection.
+	lim.AuthTimeout = 0
 	if !on {
 		return []namesrv.Option{namesrv.WithServerConfig(lim)}
 	}
