@@ -95,6 +95,9 @@ func FuzzSignature(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value, key string, body []byte, version int32, secret, forged string) {
 		ext := map[string]string{"topic": value, key: value}
 		SignRequest(ext, body, version, Credentials{AccessKey: "user1", SecretKey: secret})
+		if want := Sign(Content(ext, body, version), secret); ext[SignatureField] != want {
+			t.Fatalf("SignRequest wrote %q, the content's signature is %q", ext[SignatureField], want)
+		}
 		if err := Verify(ext, body, version, secret); err != nil {
 			t.Fatalf("own signature refused: %v", err)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -231,7 +230,7 @@ func (s *Service) RunReload(stop <-chan struct{}, every time.Duration) {
 // A request whose signature was verified marks its connection
 // authenticated (transport's authentication deadline).
 func (s *Service) Authorize(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	resp, authenticated := s.check(sourceIP(c.RemoteAddr()), req)
+	resp, authenticated := s.check(c.SourceIP(), req)
 	if authenticated && !c.Authenticated() {
 		c.MarkAuthenticated()
 	}
@@ -279,21 +278,6 @@ func (s *Service) refuse(req *remoting.Command, ip, user string, stage auth.Stag
 			"source", ip, "stage", string(stage), "remark", remark)
 	}
 	return remoting.NewResponse(req, remoting.NoPermission, remark)
-}
-
-// sourceIP is the address without its port.
-func sourceIP(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	if a == nil {
-		return ""
-	}
-	h, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return h
 }
 
 // Sign adds the inner credentials' signature to an outgoing request (no

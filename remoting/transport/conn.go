@@ -145,6 +145,7 @@ type Conn struct {
 	refusal       string
 	authenticated atomic.Bool
 	authTimer     *time.Timer
+	srcIP         atomic.Pointer[string]
 }
 
 func newConn(nc net.Conn, cfg connConfig) *Conn {

@@ -106,3 +106,15 @@ func (c *Conn) MarkAuthenticated() {
 
 // Authenticated reports whether MarkAuthenticated was called.
 func (c *Conn) Authenticated() bool { return c.authenticated.Load() }
+
+// SourceIP is the remote address without its port (an IPv4-mapped IPv6
+// address as IPv4), worked out once per connection for the checks that
+// read it on every request.
+func (c *Conn) SourceIP() string {
+	if p := c.srcIP.Load(); p != nil {
+		return *p
+	}
+	s := sourceIP(c.RemoteAddr())
+	c.srcIP.Store(&s)
+	return s
+}
