@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"hash"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -20,10 +21,28 @@ import (
 // sigLen is the Base64 length of an HMAC-SHA1.
 const sigLen = 28
 
-// scratch is the pooled sorted-key list and value buffer of one check.
+// scratch is the pooled field list and value buffer of one check.
 type scratch struct {
-	keys []string
-	vals []byte
+	fields []field
+	vals   []byte
+}
+
+// field is one ext field to sign.
+type field struct{ k, v string }
+
+// sortFields orders fields by key: an insertion sort for the dozen
+// fields of a request (no comparator call, no NaN test on strings), the
+// library's sort beyond that.
+func sortFields(fs []field) {
+	if len(fs) > 32 {
+		slices.SortFunc(fs, func(a, b field) int { return strings.Compare(a.k, b.k) })
+		return
+	}
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && fs[j].k < fs[j-1].k; j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{} }}
@@ -57,17 +76,17 @@ func macFor(secret string) (*sync.Pool, hash.Hash) {
 // Sign(Content(ext, body, version), secret) returns).
 func signature(out *[sigLen]byte, ext map[string]string, body []byte, version int32, secret string) {
 	sc := scratchPool.Get().(*scratch)
-	keys := sc.keys[:0]
-	for k := range ext {
+	fields := sc.fields[:0]
+	for k, v := range ext {
 		if k == SignatureField || (k == uniqueKeyQueryFlag && version <= versionV4_9_3) {
 			continue
 		}
-		keys = append(keys, k)
+		fields = append(fields, field{k, v})
 	}
-	slices.Sort(keys)
+	sortFields(fields)
 	vals := sc.vals[:0]
-	for _, k := range keys {
-		vals = append(vals, ext[k]...)
+	for _, f := range fields {
+		vals = append(vals, f.v...)
 	}
 	pool, h := macFor(secret)
 	h.Reset()
@@ -79,9 +98,9 @@ func signature(out *[sigLen]byte, ext map[string]string, body []byte, version in
 		pool.Put(h)
 	}
 	base64.StdEncoding.Encode(out[:], sum[:])
-	clear(keys)
+	clear(fields)
 	if cap(vals) <= 64<<10 {
-		sc.keys, sc.vals = keys[:0], vals[:0]
+		sc.fields, sc.vals = fields[:0], vals[:0]
 		scratchPool.Put(sc)
 	}
 }
