@@ -16,7 +16,8 @@ import (
 // be answered: it is served in refusal mode. Its first request is
 // answered SYSTEM_BUSY with a remark naming the limit, and the
 // connection is closed once the answer is written (or after
-// refusalGrace when no request comes). A connection that has not been
+// refusalGrace when no request comes; while maxRefusing such connections
+// wait, further ones are closed at once). A connection that has not been
 // marked authenticated (Conn.MarkAuthenticated, called by the Authorize
 // hook when a signature was verified) within AuthTimeout of its accept is
 // closed. Every refusal is counted (ServerStats) and logged at a bounded
@@ -25,6 +26,10 @@ import (
 // refusalGrace is how long a connection over a limit may stay open
 // waiting for the request its refusal answers.
 const refusalGrace = 3 * time.Second
+
+// maxRefusing bounds the connections waiting for their refusal; past it
+// a connection over a limit is closed without an answer (and counted).
+const maxRefusing = 256
 
 var (
 	errOverLimit   = errors.New("connection over the server's connection limit")

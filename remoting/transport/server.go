@@ -259,7 +259,12 @@ func (s *Server) serve(nc net.Conn) {
 	}
 	if s.limited() {
 		c.ipKey = sourceIP(nc.RemoteAddr())
-		if c.refusal = s.admitLocked(c.ipKey); c.refusal != "" {
+		if c.refusal = s.admitLocked(c.ipKey); c.refusal != "" && s.refusing >= maxRefusing {
+			// Too many waiting for their refusal already: close at once.
+			s.mu.Unlock()
+			nc.Close()
+			return
+		} else if c.refusal != "" {
 			s.refusing++
 		} else {
 			s.perIP[c.ipKey]++
