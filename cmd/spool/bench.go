@@ -19,12 +19,12 @@ import (
 	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
-	"github.com/spoolmq/spool/remoting/transport"
 )
 
 func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "load generator speaking the remoting protocol"}
 	cmd.AddCommand(benchProduceCmd(), benchConsumeCmd())
+	addBenchSecurityFlags(cmd)
 	return cmd
 }
 
@@ -163,7 +163,7 @@ func benchProduceCmd() *cobra.Command {
 				return fmt.Errorf("--serialize %q: want json or rocketmq", serialize)
 			}
 			ns := splitNamesrv(namesrv)
-			admin := transport.NewClient(transport.ClientConfig{DialTimeout: 5 * time.Second})
+			admin := benchClient(remoting.SerializeJSON)
 			defer admin.Close()
 			r, found, err := lookupRoute(admin, ns, topic)
 			if err != nil {
@@ -199,7 +199,7 @@ func benchProduceCmd() *cobra.Command {
 			var wg sync.WaitGroup
 			var seq atomic.Int64
 			for p := 0; p < producers; p++ {
-				cli := transport.NewClient(transport.ClientConfig{DialTimeout: 5 * time.Second, Serialize: ser})
+				cli := benchClient(ser)
 				defer cli.Close()
 				for j := 0; j < inflight; j++ {
 					wg.Add(1)

@@ -196,7 +196,18 @@ func standaloneCmd() *cobra.Command {
 			}
 			nc := namesrv.DefaultConfig()
 			nc.KVConfigPath = filepath.Join(sc.StorePathRootDir, "namesrv", "kvConfig.json")
-			ns, err := namesrv.New(nc, logger.With("process", "namesrv"))
+			// The name-server port checks requests with the broker's
+			// access control: the same users, policies and plain_acl.yml.
+			access := bc.AuthenticationEnabled || bc.AuthorizationEnabled || bc.AclEnable
+			if access {
+				if err := plaintextRefusal(f.namesrvListen, tc, bc.AuthAllowPlaintext); err != nil {
+					return err
+				}
+			}
+			late := &lateAccess{}
+			lim := limitKeys{bc.ServerMaxConnections, bc.ServerMaxConnectionsPerIp, bc.ServerAuthenticationTimeoutMillis}.
+				serverConfig(bc.AuthenticationEnabled || bc.AclEnable)
+			ns, err := namesrv.New(nc, logger.With("process", "namesrv"), late.options(access, lim)...)
 			if err != nil {
 				return err
 			}
@@ -208,6 +219,7 @@ func standaloneCmd() *cobra.Command {
 				ns.Shutdown()
 				return err
 			}
+			late.bind(b.AccessControl())
 			// The broker registers with the embedded name server before
 			// the name-server port opens, so the first route lookup
 			// already sees it.
@@ -267,7 +279,9 @@ func namesrvCmd() *cobra.Command {
 				return err
 			}
 			nc := namesrv.DefaultConfig()
-			report, err := config.Bind(props, &nc)
+			var na namesrvAuth
+			var lk limitKeys
+			report, err := config.Bind(props, &nc, &na, &lk)
 			if err != nil {
 				return err
 			}
@@ -277,7 +291,11 @@ func namesrvCmd() *cobra.Command {
 			if listen == "" {
 				listen = fmt.Sprintf("0.0.0.0:%d", nc.ListenPort)
 			}
-			ns, err := namesrv.New(nc, logger)
+			opts, err := namesrvAccess(na, nc, listen, tc, lk.serverConfig(na.AuthenticationEnabled), logger)
+			if err != nil {
+				return err
+			}
+			ns, err := namesrv.New(nc, logger, opts...)
 			if err != nil {
 				return err
 			}

@@ -166,6 +166,23 @@ func init() {
 		{Code: remoting.GetConsumerStatusFromClient, Kind: Inner},
 		{Code: remoting.PushReplyMessageToClient, Kind: Inner},
 
+		// Controller mode: what brokers send the controller, and the
+		// controller brokers, is inner traffic; the admin codes act on
+		// the cluster.
+		{Code: remoting.ControllerAlterSyncStateSet, Kind: Inner},
+		{Code: remoting.ControllerRegisterBroker, Kind: Inner},
+		{Code: remoting.ControllerGetNextBrokerID, Kind: Inner},
+		{Code: remoting.ControllerApplyBrokerID, Kind: Inner},
+		{Code: remoting.GetBrokerEpochCache, Kind: Inner},
+		{Code: remoting.NotifyBrokerRoleChanged, Kind: Inner},
+		{Code: remoting.ControllerElectMaster, Needs: []Need{cluster(Update)}},
+		{Code: remoting.UpdateControllerConfig, Needs: []Need{cluster(Update)}},
+		{Code: remoting.CleanBrokerData, Needs: []Need{cluster(Update)}},
+		{Code: remoting.ControllerGetReplicaInfo, Needs: []Need{cluster(Get)}},
+		{Code: remoting.ControllerGetMetadataInfo, Needs: []Need{cluster(Get)}},
+		{Code: remoting.ControllerGetSyncStateData, Needs: []Need{cluster(Get)}},
+		{Code: remoting.GetControllerConfig, Needs: []Need{cluster(Get)}},
+
 		// User and ACL management (RocketMQ 5.3's annotations).
 		{Code: CodeCreateUser, Needs: []Need{cluster(Update)}},
 		{Code: CodeUpdateUser, Needs: []Need{cluster(Update)}},

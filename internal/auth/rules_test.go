@@ -145,6 +145,11 @@ func TestRequirements(t *testing.T) {
 		{"register broker", remoting.RegisterBroker, map[string]string{"brokerName": "b"}, "", nil, true},
 		{"broker heartbeat", remoting.BrokerHeartbeat, nil, "", nil, true},
 		{"check transaction (sent to clients)", remoting.CheckTransactionState, nil, "", nil, true},
+		{"controller: a broker registers", remoting.ControllerRegisterBroker, nil, "", nil, true},
+		{"controller: a broker alters its sync-state set", remoting.ControllerAlterSyncStateSet, nil, "", nil, true},
+		{"controller: role change sent to a broker", remoting.NotifyBrokerRoleChanged, nil, "", nil, true},
+		{"controller: elect a master", remoting.ControllerElectMaster, nil, "", []Requirement{req(cl, Update)}, false},
+		{"controller: metadata", remoting.ControllerGetMetadataInfo, nil, "", []Requirement{req(cl, Get)}, false},
 	}
 	for _, c := range cases {
 		got, inner, err := Requirements(c.code, c.ext, []byte(c.body), "DefaultCluster")

@@ -240,6 +240,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,
 		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
 		Logger:             logger,
+		MaxConns:           cfg.ServerMaxConnections,
+		MaxConnsPerIP:      cfg.ServerMaxConnectionsPerIp,
+		AuthTimeout:        b.authTimeout(&cfg),
 	})
 	b.server.OnReply(b.rpc.observe)
 	if cfg.EnableControllerMode {

@@ -255,6 +255,7 @@ func (b *Broker) startReplication() {
 			Logger:                b.logger,
 			SendHeartbeatInterval: millis(hc.SendHeartbeatInterval),
 			HousekeepingInterval:  millis(hc.HousekeepingInterval),
+			Dial:                  b.haDialer(),
 		})
 		r.slave.Start()
 		b.offsets.TrackLocalCommits()
@@ -306,6 +307,12 @@ func (b *Broker) listenReplication(bind, ip string, port int) error {
 	if err != nil {
 		return fmt.Errorf("listen on HA port %s:%d (haListenPort, default listenPort+1): %w", bind, hp, err)
 	}
+	wrapped, err := b.wrapListener("ha", ln)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	ln = wrapped
 	r.ln = ln
 	host := ip
 	if ip2 := strings.TrimSpace(cfg.BrokerIP2); ip2 != "" {

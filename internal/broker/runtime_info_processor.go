@@ -176,6 +176,9 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	refused, refusedAuthn := b.authsrv.Refused()
 	i64("accessRefused", int64(refused))
 	i64("accessRefusedAuthentication", int64(refusedAuthn))
+	i64("connectionsRefusedTotal", int64(ss.RefusedConnsTotal))
+	i64("connectionsRefusedPerIp", int64(ss.RefusedConnsPerIP))
+	i64("connectionsAuthenticationTimeout", int64(ss.AuthTimeouts))
 
 	// Transactions: the check service's index and read budget.
 	tx := b.TransactionStats()

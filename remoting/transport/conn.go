@@ -139,6 +139,15 @@ type Conn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	// Server connections' limits (limits.go): the source IP counted,
+	// the refusal remark of a connection over a limit, the
+	// authentication state and its deadline's timer.
+	ipKey         string
+	refusal       string
+	authenticated atomic.Bool
+	authTimer     *time.Timer
+	srcIP         atomic.Pointer[string]
 }
 
 func newConn(nc net.Conn, cfg connConfig) *Conn {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -42,6 +44,17 @@ type ServerConfig struct {
 	// the request is dropped. It must be quick and must not block: it runs
 	// on the reader goroutine. nil costs one nil check per request.
 	Authorize func(c *Conn, req *remoting.Command) *remoting.Command
+	// MaxConns bounds the open connections of the server, MaxConnsPerIP
+	// those from one source IP (0: no bound). A connection over either is
+	// answered SYSTEM_BUSY "[REJECTREQUEST]too many connections..." on its
+	// first request and closed (limits.go).
+	MaxConns      int
+	MaxConnsPerIP int
+	// AuthTimeout closes a connection that Authorize has not marked
+	// authenticated (Conn.MarkAuthenticated) within this time of its
+	// accept (0: never). Only meaningful with an Authorize hook that
+	// authenticates.
+	AuthTimeout time.Duration
 
 	noDirectWrites bool // see connConfig
 }
@@ -70,10 +83,15 @@ type Server struct {
 	draining         atomic.Bool
 	budget           *bodyBudget
 
+	refusedTotal, refusedPerIP, authTimeouts atomic.Uint64
+	refusalLogs                              *rate.Limiter
+
 	mu        sync.Mutex
 	closed    bool
 	listeners []net.Listener
 	conns     map[uint64]*Conn
+	perIP     map[string]int // open connections by source IP (with limits)
+	refusing  int            // connections in refusal mode, in conns but not counted
 	execs     []*Executor
 	onClose   []func(*Conn)
 	onReply   atomic.Pointer[ReplyObserver]
@@ -90,6 +108,12 @@ type ServerStats struct {
 	// BodyBudgetPaused is their total length.
 	BodyBudgetPauses uint64
 	BodyBudgetPaused time.Duration
+	// RefusedConnsTotal and RefusedConnsPerIP count connections refused
+	// by MaxConns and MaxConnsPerIP; AuthTimeouts those closed by
+	// AuthTimeout.
+	RefusedConnsTotal uint64
+	RefusedConnsPerIP uint64
+	AuthTimeouts      uint64
 }
 
 // NewServer returns a server that is not yet listening.
@@ -115,8 +139,9 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger, conns: make(map[uint64]*Conn),
-		budget: &bodyBudget{limit: max(cfg.MaxQueuedBodyBytes, 0)}}
+	s := &Server{cfg: cfg, logger: cfg.Logger, conns: make(map[uint64]*Conn), perIP: make(map[string]int),
+		refusalLogs: rate.NewLimiter(rate.Limit(5), 20),
+		budget:      &bodyBudget{limit: max(cfg.MaxQueuedBodyBytes, 0)}}
 	s.routes.Store(&routeTable{m: map[int32]route{}, def: valueHandler(NotSupported)})
 	return s
 }
@@ -193,7 +218,9 @@ func (s *Server) Stats() ServerStats {
 	s.mu.Unlock()
 	return ServerStats{Conns: n, RejectedInflight: s.rejectedInflight.Load(),
 		QueuedBodyBytes: s.budget.used.Load(), BodyBudgetPauses: s.budget.pauses.Load(),
-		BodyBudgetPaused: time.Duration(s.budget.pausedNs.Load())}
+		BodyBudgetPaused:  time.Duration(s.budget.pausedNs.Load()),
+		RefusedConnsTotal: s.refusedTotal.Load(), RefusedConnsPerIP: s.refusedPerIP.Load(),
+		AuthTimeouts: s.authTimeouts.Load()}
 }
 
 // Listen listens on addr ("host:port", port 0 for any) and serves in the
@@ -247,15 +274,46 @@ func (s *Server) serve(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	if s.limited() {
+		c.ipKey = sourceIP(nc.RemoteAddr())
+		if c.refusal = s.admitLocked(c.ipKey); c.refusal != "" && s.refusing >= maxRefusing {
+			// Too many waiting for their refusal already: close at once.
+			s.mu.Unlock()
+			nc.Close()
+			return
+		} else if c.refusal != "" {
+			s.refusing++
+		} else {
+			s.perIP[c.ipKey]++
+		}
+	}
 	s.conns[c.ID()] = c
 	s.mu.Unlock()
 	s.logger.Debug("remoting: connection accepted", "conn", c.ID(), "remote", nc.RemoteAddr().String())
+	if c.refusal != "" {
+		s.logRefusal(c, c.refusal)
+		time.AfterFunc(refusalGrace, func() { c.closeWith(errOverLimit) })
+	} else if s.cfg.AuthTimeout > 0 {
+		s.watchAuth(c)
+	}
 	c.start(&s.wg)
 }
 
 func (s *Server) connClosed(c *Conn) {
 	s.mu.Lock()
 	delete(s.conns, c.ID())
+	if c.authTimer != nil {
+		c.authTimer.Stop()
+	}
+	if s.limited() {
+		if c.refusal != "" {
+			s.refusing--
+		} else if n := s.perIP[c.ipKey] - 1; n > 0 {
+			s.perIP[c.ipKey] = n
+		} else {
+			delete(s.perIP, c.ipKey)
+		}
+	}
 	fns := s.onClose
 	s.mu.Unlock()
 	for _, fn := range fns {
@@ -265,6 +323,10 @@ func (s *Server) connClosed(c *Conn) {
 
 // dispatch admits and routes one request read by c's reader.
 func (s *Server) dispatch(c *Conn, req *remoting.Command) {
+	if c.refusal != "" {
+		s.refuseConn(c, req)
+		return
+	}
 	if s.cfg.Authorize != nil {
 		if resp := s.cfg.Authorize(c, req); resp != nil {
 			if !req.IsOneway() {
