@@ -259,6 +259,7 @@ func (b *Broker) startReplication() {
 		r.slave.Start()
 		b.repl = r
 		b.background(func() { b.runSlaveSync(r) })
+		b.background(func() { b.runSlaveResume(r) })
 		return
 	}
 	if b.storeConfig().BrokerRole == store.SyncMaster && hc.InSyncReplicas < 2 {
