@@ -50,7 +50,8 @@ slave="127.0.0.1:$sport"
 "$bin" namesrv --listen "$ns" >"$scratch/namesrv.log" 2>&1 &
 pids+=($!)
 
-# start_broker NAME ROLE ID ARGS...: starts a broker, echoes its pid.
+# start_broker NAME ROLE ID ADDR ARGS...: starts a broker in this shell (so
+# that wait can reap it) and leaves its pid in $started.
 start_broker() {
 	local name=$1 role=$2 id=$3 addr=$4
 	shift 4
@@ -58,7 +59,8 @@ start_broker() {
 		--set brokerName=broker-bench --set brokerClusterName=BenchCluster \
 		--set brokerRole="$role" --set brokerId="$id" --set flushDiskType=ASYNC_FLUSH \
 		--set haSendHeartbeatInterval=1000 "$@" >"$scratch/$name.log" 2>&1 &
-	echo $!
+	started=$!
+	pids+=("$started")
 }
 
 # wait_in_sync: until the master reports one in-sync slave.
@@ -88,10 +90,10 @@ stop_pid() {
 echo "date: $(date -u)  nproc: $(nproc)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 if [[ ",$only," == *",sync,"* ]]; then
-	m=$(start_broker master-sync SYNC_MASTER 0 "$master" --set haListenPort=$((mport + 1)))
-	pids+=("$m")
-	s=$(start_broker slave-sync SLAVE 1 "$slave" --set slaveReadEnable=true)
-	pids+=("$s")
+	start_broker master-sync SYNC_MASTER 0 "$master" --set haListenPort=$((mport + 1))
+	m=$started
+	start_broker slave-sync SLAVE 1 "$slave" --set slaveReadEnable=true
+	s=$started
 	wait_in_sync
 	run_bench "SYNC_MASTER + ASYNC_FLUSH with a slave (load: $(cut -d' ' -f1-3 /proc/loadavg))" BenchSync
 	stop_pid "$s"
@@ -99,10 +101,10 @@ if [[ ",$only," == *",sync,"* ]]; then
 fi
 
 if [[ ",$only," == *",async,"* ]]; then
-	m=$(start_broker master-async ASYNC_MASTER 0 "$master" --set haListenPort=$((mport + 1)))
-	pids+=("$m")
-	s=$(start_broker slave-async SLAVE 1 "$slave")
-	pids+=("$s")
+	start_broker master-async ASYNC_MASTER 0 "$master" --set haListenPort=$((mport + 1))
+	m=$started
+	start_broker slave-async SLAVE 1 "$slave"
+	s=$started
 	wait_in_sync
 	run_bench "ASYNC_MASTER with a slave attached (load: $(cut -d' ' -f1-3 /proc/loadavg))" BenchAsync
 	stop_pid "$s"
