@@ -5,7 +5,7 @@ GO ?= go
 # broadcasting offset files out of $HOME.
 CLIENT_OFFSETS ?= $(shell mktemp -d 2>/dev/null || echo /tmp/spool-client-offsets)
 
-.PHONY: build test test-unit test-e2e vet fuzz fuzz-list incidents clean
+.PHONY: build test test-unit test-e2e test-soak vet fuzz fuzz-list incidents clean
 
 build:
 	$(GO) build -o spool ./cmd/spool
@@ -25,6 +25,12 @@ test-unit:
 # cache cannot see, so a cached pass could hide a changed broker.
 test-e2e:
 	env 'rocketmq.client.localOffsetStoreDir=$(CLIENT_OFFSETS)' $(GO) test -count=1 -timeout 8m ./test/e2e/
+
+# The long forms of the replication tests (build tag soak): the
+# SYNC_MASTER kill-and-restart loop five times, a 2 GiB catch-up.
+test-soak:
+	$(GO) test -tags soak -count=1 -timeout 30m -run 'TestNewSlaveCatchesUp' ./internal/ha/
+	env 'rocketmq.client.localOffsetStoreDir=$(CLIENT_OFFSETS)' $(GO) test -tags soak -count=1 -timeout 15m -run 'TestReplicationSyncMasterKillLoop' ./test/e2e/
 
 # Short fuzzing passes over every fuzz target of the module (go test takes
 # one target per run), FUZZTIME each. The list is found, not written down,

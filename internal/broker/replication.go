@@ -261,6 +261,7 @@ func (b *Broker) startReplication() {
 		b.offsets.TrackLocalCommits()
 		b.repl = r
 		b.background(func() { b.runSlaveSync(r) })
+		b.background(func() { b.runSlaveResume(r) })
 		return
 	}
 	if b.storeConfig().BrokerRole == store.SyncMaster && hc.InSyncReplicas < 2 {

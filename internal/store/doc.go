@@ -178,7 +178,9 @@
 // out when the spill is adopted. At shutdown with the spill still in
 // memory they are answered SERVICE_NOT_AVAILABLE. Counted: Spills,
 // SpillWrites, SpillFull, SpillHeld, AllocFailures, NoSpaceRefusals,
-// PutWaitedOnCreate (always 0 unless writeSpillSize=0).
+// PutWaitedOnCreate (always 0 unless writeSpillSize=0; a slave, which
+// appends replicated bytes without a spill, counts its appends that
+// waited for a creation there too).
 //
 // # A full disk
 //

@@ -244,6 +244,9 @@ func (r *ReplicaLog) fileAt(end int64) (*MappedFile, error) {
 	}
 	next := c.alloc.take(nextFrom)
 	if next == nil {
+		// A slave has no write spill: the append waits for the creation,
+		// fsyncs included (counted as a put's would be).
+		r.st.stats.putWaitedOnCreate.Add(1)
 		var err error
 		if next, err = c.alloc.takeOrCreate(nextFrom); err != nil {
 			return nil, fmt.Errorf("store: create the CommitLog file at %d for replicated bytes: %w", nextFrom, err)
