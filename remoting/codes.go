@@ -1,6 +1,9 @@
 package remoting
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // Request codes (RocketMQ RequestCode).
 const (
@@ -194,6 +197,22 @@ func RequestName(code int32) string {
 		return n
 	}
 	return strconv.Itoa(int(code))
+}
+
+// RequestCodes returns every request code RequestName knows, in
+// ascending order.
+func RequestCodes() []int32 {
+	codes := make([]int32, 0, len(requestNames)+len(adminRequestNames))
+	for code := range requestNames {
+		codes = append(codes, code)
+	}
+	for code := range adminRequestNames {
+		if _, dup := requestNames[code]; !dup {
+			codes = append(codes, code)
+		}
+	}
+	slices.Sort(codes)
+	return codes
 }
 
 // Name-server admin request codes (RocketMQ RequestCode): the queries and

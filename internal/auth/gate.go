@@ -71,7 +71,8 @@ type Outcome struct {
 // authorization (unless disabled or the code is whitelisted) asks for
 // every requirement of the code (Requirements) and refuses at the first
 // one Authorize refuses. An Inner code is allowed to the inner user only;
-// a code without a rule to super users only. It is pure: every input is
+// an InnerOrChecked code to the inner user and to those its requirements
+// allow; a code without a rule to super users only. It is pure: every input is
 // an argument. Authorization without authentication trusts the AccessKey
 // as named, as RocketMQ does: enable both.
 func Gate(s Settings, dir Directory, code int32, ext map[string]string, body []byte, version int32, sourceIP string) Outcome {
@@ -102,10 +103,15 @@ func Gate(s Settings, dir Directory, code int32, ext map[string]string, body []b
 			return out
 		}
 	}
+	isInner := s.InnerUser != "" && user.Username == s.InnerUser && user.Status != Disabled
+	if isInner && Rules[code].Kind == InnerOrChecked {
+		out.Allowed = true
+		return out
+	}
 	reqs, inner, err := Requirements(code, ext, body, s.ClusterName)
 	switch {
 	case inner:
-		if s.InnerUser == "" || user.Username != s.InnerUser || user.Status == Disabled {
+		if !isInner {
 			out.Remark = fmt.Sprintf("%s has no permission to send request code %d from %s, only the inner credentials may.",
 				SubjectKey(user.Username), code, sourceIP)
 			return out
