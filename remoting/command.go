@@ -41,6 +41,10 @@ type Command struct {
 	// Serialize is the header serialization the command arrived in, or is to
 	// be written in.
 	Serialize SerializeType
+
+	// ext holds the ext fields of a command read by ReadCommandInline
+	// until ExtMap builds the map.
+	ext extTable
 }
 
 // IsResponse reports whether the response flag bit is set.
@@ -51,14 +55,13 @@ func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 
 // Ext returns ext field k, or "" when absent.
 func (c *Command) Ext(k string) string {
-	if c.ExtFields == nil {
-		return ""
-	}
-	return c.ExtFields[k]
+	v, _ := c.LookupExt(k)
+	return v
 }
 
 // SetExt sets ext field k, creating the map when needed.
 func (c *Command) SetExt(k, v string) {
+	c.ExtMap()
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string, 4)
 	}

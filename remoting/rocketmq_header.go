@@ -47,6 +47,13 @@ func appendRocketMQHeader(dst []byte, cmd *Command) ([]byte, error) {
 // sized by a first counting pass. The header is converted to one string and
 // remark, keys and values are substrings of it.
 func decodeRocketMQHeader(hdr []byte, cmd *Command) error {
+	return decodeRocketMQHeaderMode(hdr, cmd, false)
+}
+
+// decodeRocketMQHeaderMode decodes a ROCKETMQ header; with inline set, up
+// to ExtTableCap ext fields of a header of at most 64 KiB go into the
+// command's inline table instead of the map.
+func decodeRocketMQHeaderMode(hdr []byte, cmd *Command, inline bool) error {
 	if len(hdr) < rocketMQFixedLen {
 		return fmt.Errorf("%w: rocketmq header of %d bytes, fixed part is %d", ErrBadHeader, len(hdr), rocketMQFixedLen)
 	}
@@ -99,6 +106,20 @@ func decodeRocketMQHeader(hdr []byte, cmd *Command) error {
 	base := uint64(17)
 	cmd.Remark = s[:remarkLen]
 	if n == 0 {
+		return nil
+	}
+	if inline && n <= ExtTableCap && len(s) <= maxTableHeader {
+		t := &cmd.ext
+		*t = extTable{src: s, live: true}
+		for p := extStart; p < uint64(len(hdr)); {
+			kl := uint64(binary.BigEndian.Uint16(hdr[p:]))
+			k0 := p + 2 - base
+			p += 2 + kl
+			vl := uint64(binary.BigEndian.Uint32(hdr[p:]))
+			v0 := p + 4 - base
+			p += 4 + vl
+			t.add(int(k0), int(k0+kl), int(v0), int(v0+vl), false)
+		}
 		return nil
 	}
 	cmd.ExtFields = make(map[string]string, n)

@@ -76,17 +76,15 @@ func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, erro
 	names := &sendFieldNames
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
 		// Java maps V2 names for these codes; accept long names too.
-		if _, ok := req.ExtFields["b"]; ok {
+		if _, ok := req.LookupExt("b"); ok {
 			r.Alias(sendV2Keys) // error remarks name both
 			names = &sendFieldShort
 		}
 	}
 	var vals [sendFieldCount]string
 	var have [sendFieldCount]bool
-	if ext := req.ExtFields; ext != nil {
-		for i := range sfBname { // bname is not read
-			vals[i], have[i] = ext[names[i]]
-		}
+	for i := range sfBname { // bname is not read
+		vals[i], have[i] = req.LookupExt(names[i])
 	}
 	str := func(i int, required bool) string { return r.StrOf(sendFieldNames[i], vals[i], have[i], required) }
 	i32 := func(i int, required bool, def int32) int32 {

@@ -1,0 +1,122 @@
+package remoting
+
+import "math"
+
+// ExtTableCap is the number of ext fields a command read by
+// ReadCommandInline keeps in its inline table; a header with more fields
+// (or longer than 64 KiB, or with a JSON ext key written with escapes)
+// gets the map at once.
+const ExtTableCap = 16
+
+// maxTableHeader is the longest header text whose offsets fit the table's
+// 16-bit spans.
+const maxTableHeader = math.MaxUint16
+
+// extSpan locates one ext field in the header text: the key is
+// src[k0:k1], the value src[v0:v1]. A value with JSON escapes (esc) is the
+// JSON string whose opening quote is at v0-1 and is unescaped when read.
+type extSpan struct {
+	k0, k1, v0, v1 uint16
+	esc            bool
+}
+
+// extTable is the inline form of a command's ext fields: spans into the
+// header text, which the command keeps as one string. It is filled only by
+// ReadCommandInline; every other decoder builds the map.
+type extTable struct {
+	src  string
+	n    uint8
+	live bool // the fields are in the table, ExtFields is not built
+	tab  [ExtTableCap]extSpan
+}
+
+// LookupExt returns ext field k and whether the header carries it. It reads
+// the inline table of a command from ReadCommandInline without building
+// the map (a later duplicate of a key wins, as in the map), and the map
+// otherwise.
+func (c *Command) LookupExt(k string) (string, bool) {
+	if !c.ext.live {
+		v, ok := c.ExtFields[k]
+		return v, ok
+	}
+	t := &c.ext
+	for i := int(t.n) - 1; i >= 0; i-- {
+		e := &t.tab[i]
+		if t.src[e.k0:e.k1] == k {
+			return t.value(e), true
+		}
+	}
+	return "", false
+}
+
+// ExtLen is the number of distinct ext fields when they are in the map,
+// and the number of fields in the header (duplicates counted) when they are
+// still in the inline table.
+func (c *Command) ExtLen() int {
+	if c.ext.live {
+		return int(c.ext.n)
+	}
+	return len(c.ExtFields)
+}
+
+// ExtMap builds ExtFields from the inline table when the fields are still
+// there, and returns ExtFields. Code that reads or writes ExtFields directly
+// calls it first on a command from ReadCommandInline; the transport does so
+// for every handler that has not declared that it reads fields through
+// LookupExt and Ext. It is not safe for concurrent use on one command.
+func (c *Command) ExtMap() map[string]string {
+	if !c.ext.live {
+		return c.ExtFields
+	}
+	t := &c.ext
+	t.live = false
+	if t.n > 0 {
+		if c.ExtFields == nil {
+			c.ExtFields = make(map[string]string, t.n)
+		}
+		for i := range int(t.n) {
+			e := &t.tab[i]
+			c.ExtFields[t.src[e.k0:e.k1]] = t.value(e)
+		}
+	}
+	t.n = 0
+	t.src = ""
+	return c.ExtFields
+}
+
+// value returns the value of e, unescaping a JSON string with escapes.
+func (t *extTable) value(e *extSpan) string {
+	if !e.esc {
+		return t.src[e.v0:e.v1]
+	}
+	d := jsonDecoder{s: t.src, i: int(e.v0) - 1}
+	v, _ := d.str() // validated when the header was read
+	return v
+}
+
+// add appends a span; false when the table is full.
+func (t *extTable) add(k0, k1, v0, v1 int, esc bool) bool {
+	if int(t.n) == ExtTableCap {
+		return false
+	}
+	t.tab[t.n] = extSpan{k0: uint16(k0), k1: uint16(k1), v0: uint16(v0), v1: uint16(v1), esc: esc}
+	t.n++
+	return true
+}
+
+// withMap returns cmd, or a copy of it with its inline fields built into
+// a map, for the encoders.
+func withMap(cmd *Command) *Command {
+	if !cmd.ext.live {
+		return cmd
+	}
+	c := *cmd
+	if cmd.ExtFields != nil {
+		c.ExtFields = make(map[string]string, len(cmd.ExtFields)+int(cmd.ext.n))
+		for k, v := range cmd.ExtFields {
+			c.ExtFields[k] = v
+		}
+	}
+	c.ExtMap()
+	return &c
+}
