@@ -62,6 +62,7 @@ func Encode(cmd *Command) ([]byte, error) {
 	for k, v := range cmd.ExtFields {
 		size += len(k) + len(v) + 8
 	}
+	size += len(cmd.ext.src) + int(cmd.ext.n)*8
 	return AppendFrame(make([]byte, 0, size), cmd)
 }
 

@@ -1,6 +1,10 @@
 package remoting
 
-import "math"
+import (
+	"math"
+	"strconv"
+	"unsafe"
+)
 
 // ExtTableCap is the number of ext fields a command read by
 // ReadCommandInline keeps in its inline table; a header with more fields
@@ -104,11 +108,12 @@ func (t *extTable) add(k0, k1, v0, v1 int, esc bool) bool {
 	return true
 }
 
-// withMap returns cmd, or a copy of it with its inline fields built into
-// a map, for the encoders.
+// withMap returns cmd, or, when it has fields both in a map and in its
+// table, a copy with them merged into one map (the table's win), for the
+// encoders.
 func withMap(cmd *Command) *Command {
-	if !cmd.ext.live {
-		return cmd
+	if !cmd.ext.live || cmd.ExtFields == nil {
+		return cmd // the encoders write a table alone as it is
 	}
 	c := *cmd
 	if cmd.ExtFields != nil {
@@ -119,4 +124,102 @@ func withMap(cmd *Command) *Command {
 	}
 	c.ExtMap()
 	return &c
+}
+
+// ExtWriter fills a command's ext fields without a map: keys and values
+// are appended to one buffer that becomes the command's inline table when
+// Close is called, so an answer with a handful of fields costs one
+// allocation for all of them (numbers are formatted into the buffer).
+// Fields past ExtTableCap, or past 64 KiB of text, go into the map. A
+// command's readers see the fields through LookupExt and Ext, and ExtMap
+// builds the map; the encoders write them either way.
+//
+// Use it on a command of one's own (a new response), before it is handed
+// to anyone, and call Close once.
+type ExtWriter struct {
+	cmd   *Command
+	buf   []byte
+	tab   extTable
+	spill bool // the fields went to the map
+}
+
+// NewExtWriter returns a writer for cmd's fields whose buffer holds size
+// bytes of keys and values before it grows.
+func NewExtWriter(cmd *Command, size int) ExtWriter {
+	return ExtWriter{cmd: cmd, buf: make([]byte, 0, size)}
+}
+
+// Str adds field k with value v.
+func (w *ExtWriter) Str(k, v string) {
+	if w.spill || !w.room(len(k)+len(v)) {
+		w.cmd.SetExt(k, v)
+		return
+	}
+	k0 := len(w.buf)
+	w.buf = append(w.buf, k...)
+	v0 := len(w.buf)
+	w.buf = append(w.buf, v...)
+	w.tab.add(k0, v0, v0, len(w.buf), false)
+}
+
+// Int adds field k with v in decimal.
+func (w *ExtWriter) Int(k string, v int64) {
+	w.Append(k, func(dst []byte) []byte { return strconv.AppendInt(dst, v, 10) })
+}
+
+// Append adds field k with the value app appends to its argument.
+func (w *ExtWriter) Append(k string, app func(dst []byte) []byte) {
+	if w.spill || !w.room(len(k)+64) {
+		w.cmd.SetExt(k, string(app(nil)))
+		return
+	}
+	k0 := len(w.buf)
+	w.buf = append(w.buf, k...)
+	v0 := len(w.buf)
+	w.buf = app(w.buf)
+	if len(w.buf) > maxTableHeader {
+		v := string(w.buf[v0:])
+		w.buf = w.buf[:k0]
+		w.flush()
+		w.cmd.SetExt(k, v)
+		return
+	}
+	w.tab.add(k0, v0, v0, len(w.buf), false)
+}
+
+// room reports whether a field of about n bytes fits the table; when it
+// does not, the fields so far move to the map.
+func (w *ExtWriter) room(n int) bool {
+	if int(w.tab.n) < ExtTableCap && len(w.buf)+n <= maxTableHeader {
+		return true
+	}
+	w.flush()
+	return false
+}
+
+// flush hands the table to the command and builds its map: every later
+// field goes to the map.
+func (w *ExtWriter) flush() {
+	w.Close()
+	w.cmd.ExtMap()
+	w.spill = true
+}
+
+// Close hands the fields to the command. The buffer is never written
+// again, so the command's table points into it as one string.
+func (w *ExtWriter) Close() {
+	if w.spill || w.cmd == nil {
+		return
+	}
+	w.spill = true // closed: later fields go to the map
+	if w.tab.n == 0 {
+		return
+	}
+	w.tab.src = unsafe.String(unsafe.SliceData(w.buf), len(w.buf))
+	w.tab.live = true
+	prior := w.cmd.ExtMap() // fields set before the writer
+	w.cmd.ext = w.tab
+	if prior != nil {
+		w.cmd.ExtMap() // merge everything into the map
+	}
 }

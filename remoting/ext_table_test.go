@@ -170,3 +170,78 @@ func FuzzInlineExt(f *testing.F) {
 		assertInlineAgrees(t, frame)
 	})
 }
+
+func TestExtWriter(t *testing.T) {
+	for _, n := range []int{0, 1, 6, ExtTableCap, ExtTableCap + 3} {
+		for _, big := range []bool{false, true} {
+			for _, before := range []bool{false, true} {
+				cmd := NewResponse(&Command{Opaque: 7, Serialize: SerializeRocketMQ}, Success, "")
+				want := map[string]string{}
+				if before {
+					cmd.SetExt("early", "1")
+					want["early"] = "1"
+				}
+				w := NewExtWriter(cmd, 16)
+				for i := range n {
+					k := fmt.Sprintf("k%d", i)
+					switch i % 3 {
+					case 0:
+						v := "v"
+						if big && i == 1 {
+							v = strings.Repeat("x", 70<<10)
+						}
+						w.Str(k, v)
+						want[k] = v
+					case 1:
+						w.Int(k, int64(-i*1000003))
+						want[k] = fmt.Sprint(-i * 1000003)
+					default:
+						v := strings.Repeat("y", i)
+						if big {
+							v = strings.Repeat("z", 40<<10)
+						}
+						w.Append(k, func(dst []byte) []byte { return append(dst, v...) })
+						want[k] = v
+					}
+				}
+				w.Close()
+				w.Str("late", "2") // after Close: the map
+				want["late"] = "2"
+				for k, v := range want {
+					if got, ok := cmd.LookupExt(k); !ok || got != v {
+						t.Fatalf("n %d big %v: LookupExt(%q) = %.20q, %v; want %.20q", n, big, k, got, ok, v)
+					}
+				}
+				frame, err := Encode(cmd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				back, err := DecodeFrame(frame[4:])
+				if err != nil || !maps.Equal(back.ExtFields, want) {
+					t.Fatalf("n %d big %v: decoded %d fields (err %v), want %d", n, big, len(back.ExtFields), err, len(want))
+				}
+				if !maps.Equal(cmd.ExtMap(), want) {
+					t.Fatalf("n %d big %v: ExtMap differs", n, big)
+				}
+			}
+		}
+	}
+	// A handful of fields costs the buffer alone.
+	req := &Command{Opaque: 1}
+	allocs := testing.AllocsPerRun(100, func() {
+		resp := &Command{Opaque: req.Opaque, Flag: FlagResponse}
+		w := NewExtWriter(resp, 128)
+		w.Str("msgId", "0A0000010000000000001234")
+		w.Int("queueId", 3)
+		w.Int("queueOffset", 123456789)
+		w.Str("MSG_REGION", "DefaultRegion")
+		w.Str("TRACE_ON", "true")
+		w.Close()
+		if resp.Ext("queueOffset") != "123456789" {
+			t.Fatal("lost a field")
+		}
+	})
+	if allocs > 2 {
+		t.Errorf("%.0f allocations for a five-field answer, want at most 2 (the command and the buffer)", allocs)
+	}
+}

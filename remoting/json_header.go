@@ -46,6 +46,18 @@ func appendJSONHeader(dst []byte, cmd *Command) []byte {
 		dst = append(dst, ':')
 		dst = appendJSONString(dst, v)
 	}
+	if t := &cmd.ext; t.live {
+		for i := range int(t.n) {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			e := &t.tab[i]
+			dst = appendJSONString(dst, t.src[e.k0:e.k1])
+			dst = append(dst, ':')
+			dst = appendJSONString(dst, t.value(e))
+		}
+	}
 	return append(dst, "}}"...)
 }
 

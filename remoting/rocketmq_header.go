@@ -29,10 +29,16 @@ func appendRocketMQHeader(dst []byte, cmd *Command) ([]byte, error) {
 		if len(k) > math.MaxInt16 {
 			return dst, fmt.Errorf("%w: key of %d bytes", ErrExtFieldTooLong, len(k))
 		}
-		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
-		dst = append(dst, k...)
-		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
-		dst = append(dst, v...)
+		dst = appendRocketMQField(dst, k, v)
+	}
+	if t := &cmd.ext; t.live {
+		for i := range int(t.n) {
+			e := &t.tab[i]
+			if e.k1-e.k0 > math.MaxInt16 {
+				return dst, fmt.Errorf("%w: key of %d bytes", ErrExtFieldTooLong, e.k1-e.k0)
+			}
+			dst = appendRocketMQField(dst, t.src[e.k0:e.k1], t.value(e))
+		}
 	}
 	extLen := len(dst) - lenAt - 4
 	if extLen > math.MaxInt32 {
@@ -40,6 +46,13 @@ func appendRocketMQHeader(dst []byte, cmd *Command) ([]byte, error) {
 	}
 	binary.BigEndian.PutUint32(dst[lenAt:], uint32(extLen))
 	return dst, nil
+}
+
+func appendRocketMQField(dst []byte, k, v string) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+	dst = append(dst, k...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+	return append(dst, v...)
 }
 
 // decodeRocketMQHeader decodes a ROCKETMQ binary header into cmd. Every
