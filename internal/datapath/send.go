@@ -25,18 +25,22 @@ type sendTarget struct {
 	h       *sendHeader
 	tc      *metadata.TopicConfig
 	queueID int32
+	// hdr and msg are the header and the message of a send, kept in the
+	// target so that one allocation serves all three.
+	hdr sendHeader
+	msg message.Inner
 }
 
 // HandleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
 // It answers validation failures at once; a message that reaches the store
 // is answered from the store's completion, so no worker waits for a flush.
 func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
-	h, err := parseSendHeader(req, d.nowMillis)
-	if err != nil {
+	t := &sendTarget{}
+	if err := parseSendHeaderInto(req, d.nowMillis, &t.hdr); err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
-	t, resp := d.checkSend(c, req, h)
-	if resp != nil {
+	t.h = &t.hdr
+	if resp := d.checkTarget(c, req, t); resp != nil {
 		return transport.Respond(resp)
 	}
 	if req.Code == remoting.SendBatchMessage {
@@ -48,21 +52,32 @@ func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Re
 // checkSend runs the checks of RocketMQ's msgCheck: broker and topic
 // permission, topic name, auto-creation, queue id.
 func (d *Path) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader) (*sendTarget, *remoting.Command) {
-	cfg := d.config()
-	if d.stopping() {
-		return nil, remoting.NewResponse(req, remoting.ServiceNotAvailable, "the broker is shutting down")
-	}
-	if resp := d.slaveRefusal(req); resp != nil {
+	t := &sendTarget{h: h}
+	if resp := d.checkTarget(c, req, t); resp != nil {
 		return nil, resp
 	}
+	return t, nil
+}
+
+// checkTarget is checkSend on a target holding the header; it fills in the
+// topic config and the queue id.
+func (d *Path) checkTarget(c *transport.Conn, req *remoting.Command, t *sendTarget) *remoting.Command {
+	h := t.h
+	cfg := d.config()
+	if d.stopping() {
+		return remoting.NewResponse(req, remoting.ServiceNotAvailable, "the broker is shutting down")
+	}
+	if resp := d.slaveRefusal(req); resp != nil {
+		return resp
+	}
 	if !metadata.IsWriteable(cfg.BrokerPermission) {
-		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", d.addr()))
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", d.addr()))
 	}
 	if r := validateTopic(h.topic); r != "" {
-		return nil, remoting.NewResponse(req, remoting.InvalidParameter, r)
+		return remoting.NewResponse(req, remoting.InvalidParameter, r)
 	}
 	if isNotAllowedSendTopic(h.topic) {
-		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.topic))
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.topic))
 	}
 	tc := d.topics.Find(h.topic)
 	if tc == nil {
@@ -71,16 +86,16 @@ func (d *Path) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader
 			tc, _ = d.topics.CreateInSendBack(h.topic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		}
 		if tc == nil {
-			return nil, remoting.NewResponse(req, remoting.TopicNotExist,
+			return remoting.NewResponse(req, remoting.TopicNotExist,
 				fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL))
 		}
 	}
 	d.holdRoute(req, h.topic) // answered once a new topic is registered
 	if !metadata.IsWriteable(tc.Perm) {
-		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.topic))
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.topic))
 	}
 	if int(h.queueID) >= tc.QueueIDBound() {
-		return nil, remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf(
+		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf(
 			"request queueId[%d] is illegal, topic:[%s] readQueueNums:[%d] writeQueueNums:[%d] Producer: %s",
 			h.queueID, h.topic, tc.ReadQueueNums, tc.WriteQueueNums, remoteString(c)))
 	}
@@ -88,7 +103,8 @@ func (d *Path) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader
 	if qid < 0 {
 		qid = rand.Int32N(int32(max(tc.WriteQueueNums, 1)))
 	}
-	return &sendTarget{h: h, tc: tc, queueID: qid}, nil
+	t.tc, t.queueID = tc, qid
+	return nil
 }
 
 func remoteString(c *transport.Conn) string {
@@ -219,7 +235,8 @@ func writeProperty(sb *strings.Builder, name, value string) {
 // its header, body and connection; the caller adds the properties.
 func (d *Path) innerFromSend(c *transport.Conn, req *remoting.Command, t *sendTarget) *message.Inner {
 	h := t.h
-	return &message.Inner{
+	m := &t.msg
+	*m = message.Inner{
 		Topic:          h.topic,
 		QueueID:        t.queueID,
 		Flag:           h.flag,
@@ -230,6 +247,7 @@ func (d *Path) innerFromSend(c *transport.Conn, req *remoting.Command, t *sendTa
 		StoreHost:      d.storeHost(),
 		ReconsumeTimes: h.reconsumeTimes,
 	}
+	return m
 }
 
 // sendPlain stores a single message whose properties need no rewriting

@@ -72,6 +72,15 @@ type sendHeader struct {
 // otherwise): a lookup per field is cheaper than ranging over the map,
 // and there is no second lookup through the alias table.
 func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, error) {
+	h := &sendHeader{}
+	if err := parseSendHeaderInto(req, now, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// parseSendHeaderInto is parseSendHeader into h.
+func parseSendHeaderInto(req *remoting.Command, now func() int64, h *sendHeader) error {
 	r := processor.NewHeader(req)
 	names := &sendFieldNames
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
@@ -90,7 +99,7 @@ func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, erro
 	i32 := func(i int, required bool, def int32) int32 {
 		return r.I32Of(sendFieldNames[i], vals[i], have[i], required, def)
 	}
-	h := &sendHeader{
+	*h = sendHeader{
 		producerGroup:         str(sfProducerGroup, true),
 		topic:                 str(sfTopic, true),
 		defaultTopic:          str(sfDefaultTopic, false),
@@ -114,8 +123,5 @@ func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, erro
 	if h.defaultTopic == "" {
 		h.defaultTopic = topicAutoCreate
 	}
-	if r.Err() != nil {
-		return nil, r.Err()
-	}
-	return h, nil
+	return r.Err()
 }
