@@ -62,7 +62,9 @@ func Encode(cmd *Command) ([]byte, error) {
 	for k, v := range cmd.ExtFields {
 		size += len(k) + len(v) + 8
 	}
-	size += len(cmd.ext.src) + int(cmd.ext.n)*8
+	if t := cmd.ext; t != nil && t.live {
+		size += len(t.src) + int(t.n)*8
+	}
 	return AppendFrame(make([]byte, 0, size), cmd)
 }
 
@@ -158,7 +160,7 @@ func decodeFrame(frame []byte, inline bool) (*Command, error) {
 	if h > len(frame)-4 {
 		return nil, fmt.Errorf("%w: header %d, frame %d", ErrHeaderTooLarge, h, len(frame))
 	}
-	cmd := &Command{Serialize: t}
+	cmd := newCommand(t, inline)
 	if err := decodeHeaderInto(t, frame[4:4+h], cmd, inline); err != nil {
 		return nil, err
 	}
@@ -226,7 +228,7 @@ func readCommand(r *bufio.Reader, maxFrame int, inline bool) (*Command, error) {
 	if _, err := r.Discard(prefixLen); err != nil {
 		return nil, err
 	}
-	cmd := &Command{Serialize: t}
+	cmd := newCommand(t, inline)
 	if h <= r.Size() {
 		hdr, err := r.Peek(h)
 		if err != nil {

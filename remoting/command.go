@@ -43,8 +43,9 @@ type Command struct {
 	Serialize SerializeType
 
 	// ext holds the ext fields of a command read by ReadCommandInline
-	// until ExtMap builds the map.
-	ext extTable
+	// (or filled by an ExtWriter) until ExtMap builds the map; it is
+	// allocated with the command, so a plain command stays small.
+	ext *extTable
 }
 
 // IsResponse reports whether the response flag bit is set.

@@ -34,16 +34,42 @@ type extTable struct {
 	tab  [ExtTableCap]extSpan
 }
 
+// commandWithTable is a command and its inline table in one allocation.
+type commandWithTable struct {
+	cmd Command
+	tab extTable
+}
+
+// newCommand returns a command for a header of serialization t, with room
+// for the inline table when inline is set.
+func newCommand(t SerializeType, inline bool) *Command {
+	if !inline {
+		return &Command{Serialize: t}
+	}
+	ct := &commandWithTable{}
+	ct.cmd.Serialize = t
+	ct.cmd.ext = &ct.tab
+	return &ct.cmd
+}
+
+// liveTable returns the command's table when its fields are in it.
+func (c *Command) liveTable() *extTable {
+	if t := c.ext; t != nil && t.live {
+		return t
+	}
+	return nil
+}
+
 // LookupExt returns ext field k and whether the header carries it. It reads
 // the inline table of a command from ReadCommandInline without building
 // the map (a later duplicate of a key wins, as in the map), and the map
 // otherwise.
 func (c *Command) LookupExt(k string) (string, bool) {
-	if !c.ext.live {
+	t := c.liveTable()
+	if t == nil {
 		v, ok := c.ExtFields[k]
 		return v, ok
 	}
-	t := &c.ext
 	for i := int(t.n) - 1; i >= 0; i-- {
 		e := &t.tab[i]
 		if t.src[e.k0:e.k1] == k {
@@ -57,8 +83,8 @@ func (c *Command) LookupExt(k string) (string, bool) {
 // and the number of fields in the header (duplicates counted) when they are
 // still in the inline table.
 func (c *Command) ExtLen() int {
-	if c.ext.live {
-		return int(c.ext.n)
+	if t := c.liveTable(); t != nil {
+		return int(t.n)
 	}
 	return len(c.ExtFields)
 }
@@ -69,23 +95,26 @@ func (c *Command) ExtLen() int {
 // for every handler that has not declared that it reads fields through
 // LookupExt and Ext. It is not safe for concurrent use on one command.
 func (c *Command) ExtMap() map[string]string {
-	if !c.ext.live {
+	t := c.liveTable()
+	if t == nil {
 		return c.ExtFields
 	}
-	t := &c.ext
-	t.live = false
 	if t.n > 0 {
 		if c.ExtFields == nil {
 			c.ExtFields = make(map[string]string, t.n)
 		}
-		for i := range int(t.n) {
-			e := &t.tab[i]
-			c.ExtFields[t.src[e.k0:e.k1]] = t.value(e)
-		}
+		t.into(c.ExtFields)
 	}
-	t.n = 0
-	t.src = ""
+	*t = extTable{}
 	return c.ExtFields
+}
+
+// into copies the table's fields into m, in order (a later duplicate wins).
+func (t *extTable) into(m map[string]string) {
+	for i := range int(t.n) {
+		e := &t.tab[i]
+		m[t.src[e.k0:e.k1]] = t.value(e)
+	}
 }
 
 // value returns the value of e, unescaping a JSON string with escapes.
@@ -110,19 +139,19 @@ func (t *extTable) add(k0, k1, v0, v1 int, esc bool) bool {
 
 // withMap returns cmd, or, when it has fields both in a map and in its
 // table, a copy with them merged into one map (the table's win), for the
-// encoders.
+// encoders. cmd itself is not changed.
 func withMap(cmd *Command) *Command {
-	if !cmd.ext.live || cmd.ExtFields == nil {
+	t := cmd.liveTable()
+	if t == nil || cmd.ExtFields == nil {
 		return cmd // the encoders write a table alone as it is
 	}
 	c := *cmd
-	if cmd.ExtFields != nil {
-		c.ExtFields = make(map[string]string, len(cmd.ExtFields)+int(cmd.ext.n))
-		for k, v := range cmd.ExtFields {
-			c.ExtFields[k] = v
-		}
+	c.ext = nil
+	c.ExtFields = make(map[string]string, len(cmd.ExtFields)+int(t.n))
+	for k, v := range cmd.ExtFields {
+		c.ExtFields[k] = v
 	}
-	c.ExtMap()
+	t.into(c.ExtFields)
 	return &c
 }
 
@@ -138,15 +167,32 @@ func withMap(cmd *Command) *Command {
 // to anyone, and call Close once.
 type ExtWriter struct {
 	cmd   *Command
+	wt    *writerTable
 	buf   []byte
-	tab   extTable
 	spill bool // the fields went to the map
 }
 
+// writerBuf is the room for keys and values allocated with the table.
+const writerBuf = 192
+
+// writerTable is a table and the text of a small answer's fields in one
+// allocation.
+type writerTable struct {
+	tab extTable
+	buf [writerBuf]byte
+}
+
 // NewExtWriter returns a writer for cmd's fields whose buffer holds size
-// bytes of keys and values before it grows.
+// bytes of keys and values before it grows (up to 192 bytes come with the
+// table; a larger size costs a second allocation).
 func NewExtWriter(cmd *Command, size int) ExtWriter {
-	return ExtWriter{cmd: cmd, buf: make([]byte, 0, size)}
+	w := ExtWriter{cmd: cmd, wt: new(writerTable)}
+	if size <= writerBuf {
+		w.buf = w.wt.buf[:0]
+	} else {
+		w.buf = make([]byte, 0, size)
+	}
+	return w
 }
 
 // Str adds field k with value v.
@@ -159,7 +205,7 @@ func (w *ExtWriter) Str(k, v string) {
 	w.buf = append(w.buf, k...)
 	v0 := len(w.buf)
 	w.buf = append(w.buf, v...)
-	w.tab.add(k0, v0, v0, len(w.buf), false)
+	w.wt.tab.add(k0, v0, v0, len(w.buf), false)
 }
 
 // Int adds field k with v in decimal.
@@ -184,13 +230,13 @@ func (w *ExtWriter) Append(k string, app func(dst []byte) []byte) {
 		w.cmd.SetExt(k, v)
 		return
 	}
-	w.tab.add(k0, v0, v0, len(w.buf), false)
+	w.wt.tab.add(k0, v0, v0, len(w.buf), false)
 }
 
 // room reports whether a field of about n bytes fits the table; when it
 // does not, the fields so far move to the map.
 func (w *ExtWriter) room(n int) bool {
-	if int(w.tab.n) < ExtTableCap && len(w.buf)+n <= maxTableHeader {
+	if int(w.wt.tab.n) < ExtTableCap && len(w.buf)+n <= maxTableHeader {
 		return true
 	}
 	w.flush()
@@ -212,13 +258,14 @@ func (w *ExtWriter) Close() {
 		return
 	}
 	w.spill = true // closed: later fields go to the map
-	if w.tab.n == 0 {
+	t := &w.wt.tab
+	if t.n == 0 {
 		return
 	}
-	w.tab.src = unsafe.String(unsafe.SliceData(w.buf), len(w.buf))
-	w.tab.live = true
+	t.src = unsafe.String(unsafe.SliceData(w.buf), len(w.buf))
+	t.live = true
 	prior := w.cmd.ExtMap() // fields set before the writer
-	w.cmd.ext = w.tab
+	w.cmd.ext = t
 	if prior != nil {
 		w.cmd.ExtMap() // merge everything into the map
 	}

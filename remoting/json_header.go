@@ -46,7 +46,7 @@ func appendJSONHeader(dst []byte, cmd *Command) []byte {
 		dst = append(dst, ':')
 		dst = appendJSONString(dst, v)
 	}
-	if t := &cmd.ext; t.live {
+	if t := cmd.ext; t != nil && t.live {
 		for i := range int(t.n) {
 			if !first {
 				dst = append(dst, ',')
@@ -413,11 +413,11 @@ func (d *jsonDecoder) ext(cmd *Command) error {
 	}
 	d.i++
 	inline := false
-	if cmd.ext.live {
+	if cmd.ext != nil && cmd.ext.live {
 		cmd.ExtMap() // a second extFields object merges into the map
-	} else if d.inline && !d.extSeen && len(d.s) <= maxTableHeader && cmd.ExtFields == nil {
+	} else if d.inline && cmd.ext != nil && !d.extSeen && len(d.s) <= maxTableHeader && cmd.ExtFields == nil {
 		inline = true
-		cmd.ext = extTable{src: d.s, live: true}
+		*cmd.ext = extTable{src: d.s, live: true}
 	}
 	d.extSeen = true
 	d.ws()

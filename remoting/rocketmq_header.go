@@ -31,7 +31,7 @@ func appendRocketMQHeader(dst []byte, cmd *Command) ([]byte, error) {
 		}
 		dst = appendRocketMQField(dst, k, v)
 	}
-	if t := &cmd.ext; t.live {
+	if t := cmd.ext; t != nil && t.live {
 		for i := range int(t.n) {
 			e := &t.tab[i]
 			if e.k1-e.k0 > math.MaxInt16 {
@@ -121,8 +121,8 @@ func decodeRocketMQHeaderMode(hdr []byte, cmd *Command, inline bool) error {
 	if n == 0 {
 		return nil
 	}
-	if inline && n <= ExtTableCap && len(s) <= maxTableHeader {
-		t := &cmd.ext
+	if inline && cmd.ext != nil && n <= ExtTableCap && len(s) <= maxTableHeader {
+		t := cmd.ext
 		*t = extTable{src: s, live: true}
 		for p := extStart; p < uint64(len(hdr)); {
 			kl := uint64(binary.BigEndian.Uint16(hdr[p:]))
