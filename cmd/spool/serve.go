@@ -274,6 +274,7 @@ func namesrvCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()
 			raiseNofile(logger)
+			applyMemoryPolicy(logger)
 			stop := notifyStop()
 			props, err := loadProps(&serveFlags{configFile: configFile, sets: sets})
 			if err != nil {
