@@ -128,7 +128,7 @@ func BenchmarkReadCommandInline(b *testing.B) {
 }
 
 // BenchmarkEncodeSendResponse builds and encodes a send answer with its
-// six ext fields through an ExtWriter, as the broker does.
+// five ext fields through NewResponseExt's writer, as the broker does.
 func BenchmarkEncodeSendResponse(b *testing.B) {
 	for _, s := range serializations {
 		b.Run(s.name, func(b *testing.B) {
@@ -136,8 +136,7 @@ func BenchmarkEncodeSendResponse(b *testing.B) {
 			var buf []byte
 			b.ReportAllocs()
 			for b.Loop() {
-				resp := NewResponse(req, Success, "")
-				w := NewExtWriter(resp, 160)
+				resp, w := NewResponseExt(req, Success, "")
 				w.Str("msgId", "7F00000100002A9F0000000000012345")
 				w.Int("queueId", 1)
 				w.Int("queueOffset", 123456789)

@@ -77,7 +77,12 @@ func NewRequest(code int32, ext map[string]string, body []byte) *Command {
 // NewResponse builds a response to req with the given code and remark. It
 // copies req's opaque and serialization and sets the response flag.
 func NewResponse(req *Command, code int32, remark string) *Command {
-	return &Command{
+	c := responseTo(req, code, remark)
+	return &c
+}
+
+func responseTo(req *Command, code int32, remark string) Command {
+	return Command{
 		Code:      code,
 		Language:  "JAVA",
 		Version:   CurrentVersion,

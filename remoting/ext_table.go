@@ -270,3 +270,18 @@ func (w *ExtWriter) Close() {
 		w.cmd.ExtMap() // merge everything into the map
 	}
 }
+
+// responseWithTable is an answer and its writer's table in one allocation.
+type responseWithTable struct {
+	cmd Command
+	wt  writerTable
+}
+
+// NewResponseExt is NewResponse with an ExtWriter for the answer's fields,
+// allocated with it: an answer with a few small fields costs one
+// allocation. Keys and values beyond 192 bytes cost one more.
+func NewResponseExt(req *Command, code int32, remark string) (*Command, ExtWriter) {
+	rt := &responseWithTable{}
+	rt.cmd = responseTo(req, code, remark)
+	return &rt.cmd, ExtWriter{cmd: &rt.cmd, wt: &rt.wt, buf: rt.wt.buf[:0]}
+}

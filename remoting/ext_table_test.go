@@ -245,3 +245,24 @@ func TestExtWriter(t *testing.T) {
 		t.Errorf("%.0f allocations for a five-field answer, want at most 2 (the command and the buffer)", allocs)
 	}
 }
+
+func TestNewResponseExt(t *testing.T) {
+	req := &Command{Code: SendMessage, Opaque: 42, Serialize: SerializeRocketMQ}
+	want := NewResponse(req, Success, "r")
+	var resp *Command
+	allocs := testing.AllocsPerRun(100, func() {
+		var w ExtWriter
+		resp, w = NewResponseExt(req, Success, "r")
+		w.Str("msgId", "7F00000100002A9F0000000000012345")
+		w.Int("queueOffset", 99999)
+		w.Close()
+	})
+	if allocs > 1 {
+		t.Errorf("%.0f allocations, want 1", allocs)
+	}
+	if resp.Code != want.Code || resp.Opaque != want.Opaque || resp.Flag != want.Flag || resp.Serialize != want.Serialize ||
+		resp.Language != want.Language || resp.Version != want.Version || resp.Remark != want.Remark ||
+		resp.Ext("queueOffset") != "99999" || resp.Ext("msgId") == "" {
+		t.Errorf("answer %+v, want the fields of %+v", resp, want)
+	}
+}

@@ -416,16 +416,15 @@ func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID in
 	if r.Status == store.OSPageCacheBusy {
 		d.flow.PCSynchronized.Add(1)
 	}
-	resp := remoting.NewResponse(req, code, remark)
 	switch code {
 	case remoting.Success, remoting.FlushDiskTimeout, remoting.FlushSlaveTimeout, remoting.SlaveNotAvailable:
 	default:
-		return resp
+		return remoting.NewResponse(req, code, remark)
 	}
 	cfg := d.config()
-	// The fields' text goes into one buffer (the offsetMsgIds and numbers
-	// formatted in place), sized for a single send's answer.
-	w := remoting.NewExtWriter(resp, 160+len(uniq)+len(cfg.RegionID)+max(len(offsets)-1, 0)*57)
+	// The fields' text goes into one buffer allocated with the answer
+	// (the offsetMsgIds and numbers formatted in place).
+	resp, w := remoting.NewResponseExt(req, code, remark)
 	w.Append("msgId", func(dst []byte) []byte {
 		host := d.storeHost()
 		for i, off := range offsets {
