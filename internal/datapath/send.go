@@ -369,7 +369,9 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"message body size exceeded: batch body %d bytes, maxMessageSize %d", len(req.Body), limit)))
 	}
-	members, err := message.DecodeBatchBody(req.Body, 0)
+	// The members' properties alias the request's body, which is never
+	// written again; the broker's properties are added in one new string.
+	members, err := message.DecodeBatchBodyView(req.Body, 0)
 	if err != nil {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, err.Error()))
 	}
