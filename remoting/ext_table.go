@@ -285,3 +285,40 @@ func NewResponseExt(req *Command, code int32, remark string) (*Command, ExtWrite
 	rt.cmd = responseTo(req, code, remark)
 	return &rt.cmd, ExtWriter{cmd: &rt.cmd, wt: &rt.wt, buf: rt.wt.buf[:0]}
 }
+
+// ExtWithRoom returns ext field k's value v and a buffer holding the same
+// bytes (len(v)) with room more bytes of capacity, from one allocation:
+// appending to buf never changes v, so a caller can build a longer value
+// (a message's properties with the broker's appended) in place. A JSON
+// value written with escapes is unescaped straight into the buffer.
+func (c *Command) ExtWithRoom(k string, room int) (v string, buf []byte, ok bool) {
+	t := c.liveTable()
+	if t == nil {
+		if v, ok = c.ExtFields[k]; !ok {
+			return "", nil, false
+		}
+		buf = append(make([]byte, 0, len(v)+room), v...)
+	} else {
+		var e *extSpan
+		for i := int(t.n) - 1; i >= 0; i-- {
+			if t.src[t.tab[i].k0:t.tab[i].k1] == k {
+				e = &t.tab[i]
+				break
+			}
+		}
+		if e == nil {
+			return "", nil, false
+		}
+		buf = make([]byte, 0, int(e.v1-e.v0)+room)
+		if e.esc {
+			d := jsonDecoder{s: t.src}
+			buf, _ = d.appendStr(buf, int(e.v0), int(e.v0)) // validated when read
+		} else {
+			buf = append(buf, t.src[e.v0:e.v1]...)
+		}
+	}
+	if len(buf) == 0 {
+		return "", buf, true
+	}
+	return unsafe.String(&buf[0], len(buf)), buf, true
+}

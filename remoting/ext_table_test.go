@@ -266,3 +266,36 @@ func TestNewResponseExt(t *testing.T) {
 		t.Errorf("answer %+v, want the fields of %+v", resp, want)
 	}
 }
+
+func TestExtWithRoom(t *testing.T) {
+	for _, s := range serializations {
+		req := sendMessageRequest(s.st)
+		req.ExtFields["empty"] = ""
+		frame, _ := Encode(req)
+		for _, inline := range []bool{false, true} {
+			var cmd *Command
+			if inline {
+				cmd, _ = DecodeFrameInline(frame[4:])
+			} else {
+				cmd, _ = DecodeFrame(frame[4:])
+			}
+			for _, k := range []string{"properties", "topic", "empty", "absent"} {
+				want, wantOK := req.ExtFields[k]
+				v, buf, ok := cmd.ExtWithRoom(k, 40)
+				if ok != wantOK || v != want || string(buf) != want || (ok && cap(buf) < len(want)+40) {
+					t.Fatalf("%s inline %v: ExtWithRoom(%q) = %q, %q (cap %d), %v; want %q, %v", s.name, inline, k, v, buf, cap(buf), ok, want, wantOK)
+				}
+				if ok {
+					buf = append(buf, "-more"...)
+					if v != want || string(buf) != want+"-more" {
+						t.Fatalf("appending changed the value: %q", v)
+					}
+				}
+			}
+			allocs := testing.AllocsPerRun(50, func() { cmd.ExtWithRoom("properties", 64) })
+			if allocs != 1 {
+				t.Errorf("%s inline %v: %.0f allocations, want 1", s.name, inline, allocs)
+			}
+		}
+	}
+}

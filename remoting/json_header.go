@@ -677,17 +677,28 @@ func (d *jsonDecoder) str() (string, error) {
 		}
 		end++
 	}
-	buf := make([]byte, 0, min(end, len(s))-start)
+	buf, err := d.appendStr(make([]byte, 0, min(end, len(s))-start), start, i)
+	if err != nil {
+		return "", err
+	}
+	// buf is never written again: hand its bytes over as the string.
+	return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+}
+
+// appendStr appends to buf the text of the JSON string whose text starts
+// at start (after its opening quote), s[start:i] holding no escapes, and
+// moves d.i past the closing quote.
+func (d *jsonDecoder) appendStr(buf []byte, start, i int) ([]byte, error) {
+	s := d.s
 	buf = append(buf, s[start:i]...)
 	for i < len(s) {
 		c := s[i]
 		switch {
 		case c == '"':
 			d.i = i + 1
-			// buf is never written again: hand its bytes over as the string.
-			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+			return buf, nil
 		case c < 0x20:
-			return "", jsonError("control character in string")
+			return nil, jsonError("control character in string")
 		case c != '\\':
 			buf = append(buf, c)
 			i++
@@ -713,7 +724,7 @@ func (d *jsonDecoder) str() (string, error) {
 		case 'u':
 			r, ok := hex4(s, i+1)
 			if !ok {
-				return "", jsonError("malformed \\u escape")
+				return nil, jsonError("malformed \\u escape")
 			}
 			i += 4
 			if utf16.IsSurrogate(r) {
@@ -730,11 +741,11 @@ func (d *jsonDecoder) str() (string, error) {
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
-			return "", jsonError("invalid escape")
+			return nil, jsonError("invalid escape")
 		}
 		i++
 	}
-	return "", jsonError("unterminated string")
+	return nil, jsonError("unterminated string")
 }
 
 // hex4 parses the four hex digits at s[i:].

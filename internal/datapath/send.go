@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/schedule"
@@ -29,6 +30,9 @@ type sendTarget struct {
 	// target so that one allocation serves all three.
 	hdr sendHeader
 	msg message.Inner
+	// propsBuf holds the header's properties with room for what sendPlain
+	// appends (see parseSendHeaderInto); nil when not read that way.
+	propsBuf []byte
 }
 
 // HandleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
@@ -36,7 +40,12 @@ type sendTarget struct {
 // is answered from the store's completion, so no worker waits for a flush.
 func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
 	t := &sendTarget{}
-	if err := parseSendHeaderInto(req, d.nowMillis, &t.hdr); err != nil {
+	room := 0
+	if req.Code != remoting.SendBatchMessage {
+		room = plainPropertiesRoom(d.config())
+	}
+	var err error
+	if t.propsBuf, err = parseSendHeaderInto(req, d.nowMillis, &t.hdr, room); err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
 	t.h = &t.hdr
@@ -223,6 +232,14 @@ func scanPlainProperties(s string) (plainProperties, bool) {
 	return ps, plain && kept == len(s)
 }
 
+// appendProperty appends name 0x01 value 0x02.
+func appendProperty(dst []byte, name, value string) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, message.NameValueSeparator)
+	dst = append(dst, value...)
+	return append(dst, message.PropertySeparator)
+}
+
 // writeProperty writes name 0x01 value 0x02.
 func writeProperty(sb *strings.Builder, name, value string) {
 	sb.WriteString(name)
@@ -266,16 +283,31 @@ func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget
 	if addUniq {
 		ps.uniq = message.NewUniqID()
 	}
-	var sb strings.Builder
-	sb.Grow(len(ps.s) + len(message.PropertyUniqClientMessageIDKeyIdx) + len(ps.uniq) + 2 + brokerPropertiesLen(cfg))
-	sb.WriteString(ps.s)
-	if addUniq {
-		writeProperty(&sb, message.PropertyUniqClientMessageIDKeyIdx, ps.uniq)
+	// The header's properties were read with room for what is appended
+	// here (plainPropertiesRoom): the stored string is built in place.
+	buf := t.propsBuf
+	t.propsBuf = nil
+	if len(buf) != len(ps.s) {
+		buf = append(make([]byte, 0, len(ps.s)+plainPropertiesRoom(cfg)), ps.s...)
 	}
-	writeBrokerProperties(&sb, cfg)
-	m.PropertiesString = sb.String()
+	if addUniq {
+		buf = appendProperty(buf, message.PropertyUniqClientMessageIDKeyIdx, ps.uniq)
+	}
+	buf = appendBrokerProperties(buf, cfg)
+	// buf is never written again; the bytes before len(ps.s) were never
+	// written after ps.s was made from them.
+	m.PropertiesString = unsafe.String(unsafe.SliceData(buf), len(buf))
 	return d.putSingle(c, req, m, t.queueID, ps.uniq)
 }
+
+// plainPropertiesRoom is what sendPlain appends to a client's properties at
+// most: a UNIQ_KEY and the broker's properties.
+func plainPropertiesRoom(cfg *Config) int {
+	return len(message.PropertyUniqClientMessageIDKeyIdx) + 2 + uniqIDRoom + brokerPropertiesLen(cfg)
+}
+
+// uniqIDRoom is the length of message.NewUniqID's ids, with margin.
+const uniqIDRoom = 40
 
 // retryToDLQ applies the retry-topic rules to a send to %RETRY%<group>:
 // the group must exist, and a message past its reconsume limit (or of a

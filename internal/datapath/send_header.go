@@ -73,14 +73,17 @@ type sendHeader struct {
 // and there is no second lookup through the alias table.
 func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, error) {
 	h := &sendHeader{}
-	if err := parseSendHeaderInto(req, now, h); err != nil {
+	if _, err := parseSendHeaderInto(req, now, h, 0); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
-// parseSendHeaderInto is parseSendHeader into h.
-func parseSendHeaderInto(req *remoting.Command, now func() int64, h *sendHeader) error {
+// parseSendHeaderInto is parseSendHeader into h. With propsRoom > 0 it
+// also returns a buffer holding the properties' bytes with that much room
+// to spare (h.properties shares them), so that the stored property string
+// can be built in place.
+func parseSendHeaderInto(req *remoting.Command, now func() int64, h *sendHeader, propsRoom int) ([]byte, error) {
 	r := processor.NewHeader(req)
 	names := &sendFieldNames
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
@@ -92,7 +95,12 @@ func parseSendHeaderInto(req *remoting.Command, now func() int64, h *sendHeader)
 	}
 	var vals [sendFieldCount]string
 	var have [sendFieldCount]bool
+	var propsBuf []byte
 	for i := range sfBname { // bname is not read
+		if i == sfProperties && propsRoom > 0 {
+			vals[i], propsBuf, have[i] = req.ExtWithRoom(names[i], propsRoom)
+			continue
+		}
 		vals[i], have[i] = req.LookupExt(names[i])
 	}
 	str := func(i int, required bool) string { return r.StrOf(sendFieldNames[i], vals[i], have[i], required) }
@@ -123,5 +131,5 @@ func parseSendHeaderInto(req *remoting.Command, now func() int64, h *sendHeader)
 	if h.defaultTopic == "" {
 		h.defaultTopic = topicAutoCreate
 	}
-	return r.Err()
+	return propsBuf, r.Err()
 }
