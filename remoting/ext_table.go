@@ -72,7 +72,7 @@ func (c *Command) LookupExt(k string) (string, bool) {
 	}
 	for i := int(t.n) - 1; i >= 0; i-- {
 		e := &t.tab[i]
-		if t.src[e.k0:e.k1] == k {
+		if int(e.k1)-int(e.k0) == len(k) && t.src[e.k0:e.k1] == k {
 			return t.value(e), true
 		}
 	}
