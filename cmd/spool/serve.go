@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/broker"
 	"github.com/spoolmq/spool/internal/config"
+	"github.com/spoolmq/spool/internal/mempolicy"
 	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/store"
 )
@@ -147,12 +149,27 @@ func raiseNofile(logger *slog.Logger) {
 	logger.Info("open-file limit (RLIMIT_NOFILE)", "soft", soft, "hard", hard)
 }
 
+// applyMemoryPolicy sets the GOMEMLIMIT default (half of the cgroup's or
+// the machine's memory when the environment sets none) and starts
+// returning the heap's free memory to the OS after bursts, for the
+// process's lifetime.
+func applyMemoryPolicy(logger *slog.Logger) {
+	limit, set := mempolicy.ApplyLimit()
+	if set {
+		logger.Info("memory limit (GOMEMLIMIT default)", "bytes", limit, "fraction", mempolicy.LimitFraction)
+	} else if limit != math.MaxInt64 {
+		logger.Info("memory limit (GOMEMLIMIT)", "bytes", limit)
+	}
+	go mempolicy.Run(nil, mempolicy.DefaultRelease)
+}
+
 // begin is what every serving command does first: a logger, the
 // descriptor limit, signal handling, the properties, and the profiling
 // endpoint when asked for.
 func begin(f *serveFlags) (*slog.Logger, <-chan os.Signal, map[string]string, error) {
 	logger := newLogger()
 	raiseNofile(logger)
+	applyMemoryPolicy(logger)
 	stop := notifyStop()
 	props, err := loadProps(f)
 	if err != nil {
@@ -269,6 +286,7 @@ func namesrvCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()
 			raiseNofile(logger)
+			applyMemoryPolicy(logger)
 			stop := notifyStop()
 			props, err := loadProps(&serveFlags{configFile: configFile, sets: sets})
 			if err != nil {

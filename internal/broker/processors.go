@@ -47,6 +47,12 @@ func (b *Broker) registerProcessors() {
 	regLater := func(code int32, h replyFunc, e *transport.Executor) { b.server.RegisterReply(code, b.wrap(h), e) }
 	reg := func(code int32, h handlerFunc, e *transport.Executor) { regLater(code, valueFunc(h), e) }
 
+	// These handlers read their headers through Command.LookupExt (the
+	// send header, the pull header, the processor's header reader), so
+	// their requests arrive without an ext map.
+	b.server.ReadsExtInline(remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
+		remoting.PullMessage, remoting.LitePullMessage, remoting.HeartBeat,
+		remoting.QueryConsumerOffset, remoting.UpdateConsumerOffset)
 	regLater(remoting.SendMessage, b.data.HandleSend, b.sendEx)
 	regLater(remoting.SendMessageV2, b.data.HandleSend, b.sendEx)
 	regLater(remoting.SendBatchMessage, b.data.HandleSend, b.sendEx)

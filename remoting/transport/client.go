@@ -161,6 +161,7 @@ func (cl *Client) dispatch(c *Conn, req *remoting.Command) {
 	if h == nil {
 		h = NotSupported
 	}
+	req.ExtMap()
 	c.acquire()
 	go c.run(valueHandler(h), req, false)
 }

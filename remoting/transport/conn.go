@@ -312,12 +312,15 @@ func (c *Conn) readLoop() {
 				lastDeadline = now
 			}
 		}
-		cmd, err := remoting.ReadCommand(c.br, c.cfg.maxFrame)
+		// Requests keep their ext fields inline until the dispatcher
+		// knows whether their handler wants the map.
+		cmd, err := remoting.ReadCommandInline(c.br, c.cfg.maxFrame)
 		if err != nil {
 			reason = err
 			return
 		}
 		if cmd.IsResponse() {
+			cmd.ExtMap()
 			c.complete(cmd)
 			continue
 		}

@@ -69,6 +69,9 @@ type route struct {
 type routeTable struct {
 	m   map[int32]route
 	def ReplyHandler
+	// inline holds the codes whose handlers read ext fields through
+	// Command.LookupExt and Ext, so their requests keep the inline table.
+	inline map[int32]bool
 }
 
 // Server accepts connections and serves requests with registered handlers.
@@ -173,7 +176,7 @@ func (s *Server) RegisterReply(code int32, h ReplyHandler, ex *Executor) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := s.routes.Load()
-	t := &routeTable{m: make(map[int32]route, len(old.m)+1), def: old.def}
+	t := &routeTable{m: make(map[int32]route, len(old.m)+1), def: old.def, inline: old.inline}
 	for k, v := range old.m {
 		t.m[k] = v
 	}
@@ -186,7 +189,28 @@ func (s *Server) RegisterDefault(h Handler) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := s.routes.Load()
-	s.routes.Store(&routeTable{m: old.m, def: valueHandler(h)})
+	s.routes.Store(&routeTable{m: old.m, def: valueHandler(h), inline: old.inline})
+}
+
+// ReadsExtInline declares that the handlers of codes read a request's ext
+// fields only through Command.LookupExt and Command.Ext (or call
+// Command.ExtMap first), so their requests arrive with the fields in the
+// command's inline table and no map is built for them. Every other
+// request, and every request while an Authorize hook is set, has its
+// ExtFields map built before anything sees it. It may be called before or
+// after the codes are registered.
+func (s *Server) ReadsExtInline(codes ...int32) {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	old := s.routes.Load()
+	t := &routeTable{m: old.m, def: old.def, inline: make(map[int32]bool, len(old.inline)+len(codes))}
+	for k, v := range old.inline {
+		t.inline[k] = v
+	}
+	for _, c := range codes {
+		t.inline[c] = true
+	}
+	s.routes.Store(t)
 }
 
 // ReplyObserver sees every response the server's handlers give, with the
@@ -327,6 +351,10 @@ func (s *Server) dispatch(c *Conn, req *remoting.Command) {
 		s.refuseConn(c, req)
 		return
 	}
+	t := s.routes.Load()
+	if s.cfg.Authorize != nil || !t.inline[req.Code] {
+		req.ExtMap()
+	}
 	if s.cfg.Authorize != nil {
 		if resp := s.cfg.Authorize(c, req); resp != nil {
 			if !req.IsOneway() {
@@ -335,7 +363,6 @@ func (s *Server) dispatch(c *Conn, req *remoting.Command) {
 			return
 		}
 	}
-	t := s.routes.Load()
 	r, ok := t.m[req.Code]
 	if !ok {
 		r = route{h: t.def}
