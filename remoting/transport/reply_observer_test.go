@@ -26,9 +26,9 @@ func TestReplyObserver(t *testing.T) {
 	var completed atomic.Bool
 	const codeLater, codeEarly = 9101, 9102
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.OnReply(func(req, resp *remoting.Command, elapsed time.Duration) {
+		s.OnReply(func(req *remoting.Command, a Answer) {
 			mu.Lock()
-			got = append(got, seen{req.Code, resp.Code, elapsed, completed.Load()})
+			got = append(got, seen{req.Code, a.Code, a.Elapsed, completed.Load()})
 			mu.Unlock()
 		})
 		s.Register(codeEcho, echo, nil)
@@ -77,6 +77,79 @@ func TestReplyObserver(t *testing.T) {
 	for i, w := range want {
 		if got[i].code != w.code || got[i].resp != w.resp || got[i].elapsed < 0 || got[i].completed != w.completed {
 			t.Errorf("answer %d observed as %+v, want code %d response %d completed %v", i, got[i], w.code, w.resp, w.completed)
+		}
+	}
+}
+
+// TestReplyObserverLongPolledAndUnsent: an answer whose responder was
+// marked long-polled is observed so; a value answer given after its
+// handler closed the connection and a deferred answer given after the
+// peer closed it are observed as unsent.
+func TestReplyObserverLongPolledAndUnsent(t *testing.T) {
+	const codeLong, codeGoneValue, codeGoneHeld = 9111, 9112, 9113
+	seen := make(chan struct {
+		code int32
+		a    Answer
+	}, 8)
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.OnReply(func(req *remoting.Command, a Answer) {
+			seen <- struct {
+				code int32
+				a    Answer
+			}{req.Code, a}
+		})
+		s.RegisterReply(codeLong, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
+			r.MarkLongPolled()
+			go func() {
+				for c.Held() == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				r.Reply(remoting.NewResponse(req, remoting.PullNotFound, "nothing"))
+			}()
+			return Later(r)
+		}, nil)
+		s.Register(codeGoneValue, func(c *Conn, req *remoting.Command) *remoting.Command {
+			c.Close()
+			return remoting.NewResponse(req, remoting.Success, "too late")
+		}, nil)
+		s.RegisterReply(codeGoneHeld, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
+			go func() {
+				<-c.Closed()
+				r.Reply(remoting.NewResponse(req, remoting.Success, "too late"))
+			}()
+			return Later(r)
+		}, nil)
+	})
+	next := func() (int32, Answer) {
+		t.Helper()
+		select {
+		case s := <-seen:
+			return s.code, s.a
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer observed")
+			return 0, Answer{}
+		}
+	}
+
+	cl := NewClient(ClientConfig{})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cl.Invoke(ctx, addr, remoting.NewRequest(codeLong, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if code, a := next(); code != codeLong || a.Code != remoting.PullNotFound || !a.LongPolled || a.Unsent {
+		t.Errorf("long-polled answer observed as %d %+v", code, a)
+	}
+
+	for _, code := range []int32{codeGoneValue, codeGoneHeld} {
+		rc := dialRaw(t, addr)
+		rc.send(request(code, 1, remoting.SerializeJSON))
+		rc.nc.Close()
+		if got, a := next(); got != code || a.Code != remoting.Success || a.LongPolled || !a.Unsent {
+			t.Errorf("answer of %d after its connection closed observed as %d %+v", code, got, a)
 		}
 	}
 }
