@@ -118,6 +118,9 @@ type Broker struct {
 	syncCounts slaveSyncCounts
 	timerCopy  atomic.Pointer[timer.WireCheckpoint]
 	rpc        rpcStats // rocketmq_rpc_latency (rpc_metrics.go)
+	// fs is the store's file system, also for the slave's commit note
+	// (commit_note.go).
+	fs vfs.FS
 
 	executors  map[string]*transport.Executor
 	sendEx     *transport.Executor
@@ -176,6 +179,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		cfgFile:     opts.ConfigFile,
 		logger:      logger,
 		clock:       clock.Or(opts.Clock),
+		fs:          vfs.Default,
 		consumers:   clients.NewConsumerManager(clients.Deps{Logger: logger}),
 		producers:   clients.NewProducerManager(),
 		locks:       clients.NewRebalanceLockManager(clock.Or(opts.Clock)),
@@ -216,7 +220,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b.store = opts.Store
 	if b.store == nil {
-		st, err := store.Open(opts.StoreConfig, vfs.Default, logger)
+		st, err := store.Open(opts.StoreConfig, b.fs, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}

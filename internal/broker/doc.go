@@ -48,6 +48,9 @@
 //	                          commitLogOffset,size,bornTimestamp,storeTimestamp,immunityMs,checks,
 //	                          groupIndex,opMark],...]}  (Spool's; snapshot of the pending halves,
 //	                          written by the check service after rounds that changed it)
+//	slaveConsumerOffset.json {"offsets":[{"topic":"T","group":"G","queueId":0,"offset":9},...]}
+//	                          (Spool's; a slave's note of the offsets committed on it that
+//	                          it still hands its master, commit_note.go)
 //
 // Wire forms the broker produces or reads (beyond the remoting frame):
 //

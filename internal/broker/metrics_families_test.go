@@ -81,6 +81,11 @@ func TestEveryMetricFamilyIsFed(t *testing.T) {
 		"consumerGroup": group, "topic": topic, "queueId": "0", "commitOffset": "3"}, nil)); r.Code != remoting.Success {
 		t.Fatalf("commit: %d %q", r.Code, r.Remark)
 	}
+	// A pull past the end with the suspend flag: held for 1 ms, then
+	// answered (a long-polled answer).
+	if pr := e.invoke(pullReq(group, topic, 0, 5, pullFlagSuspend, 1, "*")); pr.Code != remoting.PullNotFound {
+		t.Fatalf("held pull: %d %q", pr.Code, pr.Remark)
+	}
 	// One message straight to the dead-letter queue (delay level -1).
 	_, off, err := message.ParseOffsetMsgID(first.ExtFields["msgId"])
 	if err != nil {
@@ -168,6 +173,23 @@ func TestEveryMetricFamilyIsFed(t *testing.T) {
 	}
 	if n := histCount(fams, "rocketmq_rpc_latency", map[string]string{"request_code": "pull_message"}); n < 1 {
 		t.Errorf("rocketmq_rpc_latency{pull_message} counts %d", n)
+	}
+	// result tells how the answer's write went, whatever its code;
+	// is_long_polling marks the held pull's answer only.
+	for _, c := range []struct {
+		labels map[string]string
+		want   int64
+	}{
+		{map[string]string{"request_code": "send_message", "response_code": "success", "is_long_polling": "false", "result": "success"}, 9},
+		{map[string]string{"request_code": "pull_message", "response_code": "success", "is_long_polling": "false", "result": "success"}, 1},
+		{map[string]string{"request_code": "pull_message", "response_code": "pull_not_found", "is_long_polling": "true", "result": "success"}, 1},
+		{map[string]string{"request_code": "pull_message", "response_code": "pull_not_found", "is_long_polling": "false"}, -1},
+		{map[string]string{"result": "write_channel_failed"}, -1},
+	} {
+		n := histCount(fams, "rocketmq_rpc_latency", c.labels)
+		if (c.want < 0 && n != -1) || (c.want >= 0 && n < c.want) {
+			t.Errorf("rocketmq_rpc_latency%v counts %d, want %d (-1: no series):\n%s", c.labels, n, c.want, grepLines(body, "rocketmq_rpc_latency_count"))
+		}
 	}
 
 	// Deleting the group and the topic takes their series away.

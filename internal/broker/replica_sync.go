@@ -24,7 +24,8 @@ import (
 // offsets (43) and delay offsets (45) at most every syncAllInterval, or at
 // once when the master's address changes or its HA stream reconnects.
 // Offsets its own consumers committed while the master was away are handed
-// to the master (UPDATE_CONSUMER_OFFSET) when they are ahead of its.
+// to the master (UPDATE_CONSUMER_OFFSET) when they are ahead of its; the
+// note of them survives a restart (commit_note.go).
 const (
 	syncCheckInterval = 3 * time.Second
 	syncAllInterval   = 60 * time.Second

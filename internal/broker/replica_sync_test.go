@@ -156,6 +156,56 @@ func TestSlaveHandsLocalOffsetsToTheMaster(t *testing.T) {
 	}
 }
 
+// A slave restarted while its master is down still hands the master the
+// offsets committed on it meanwhile: its note of them is kept in its
+// config directory, and a settled note is kept empty.
+func TestSlaveKeepsLocalOffsetsAcrossRestart(t *testing.T) {
+	t.Parallel()
+	mdir, sdir := t.TempDir(), t.TempDir()
+	slave := func(c *Config, sc *store.Config) { sc.BrokerRole, c.BrokerID = store.Slave, 1 }
+	m := startBrokerIn(t, mdir, nil)
+	s := startBrokerIn(t, sdir, slave)
+	m.createTopic("TopicNote", 1)
+	m.b.groups.Put(metadata.NewSubscriptionGroupConfig("cg"))
+	m.b.offsets.Commit("cg", "TopicNote", 0, 4)
+	s.b.repl.masterClient.set(m.b.Addr())
+	s.b.slaveSyncRound(s.b.repl, s.b.newSlaveSync())
+
+	m.stop() // the master is down
+	resp := s.invoke(remoting.NewRequest(remoting.UpdateConsumerOffset, map[string]string{
+		"consumerGroup": "cg", "topic": "TopicNote", "queueId": "0", "commitOffset": "9"}, nil))
+	if resp.Code != remoting.Success {
+		t.Fatalf("commit on the slave answered %d %q", resp.Code, resp.Remark)
+	}
+	s.stop()
+	s = startBrokerIn(t, sdir, slave)
+	key := metadata.OffsetKey{Topic: "TopicNote", Group: "cg", QueueID: 0}
+	if got := s.b.offsets.LocalCommits(); len(got) != 1 || got[key] != 9 {
+		t.Errorf("restarted slave's note %v, want %v = 9", got, key)
+	}
+
+	m = startBrokerIn(t, mdir, nil) // the master is back
+	if got := m.b.offsets.Query("cg", "TopicNote", 0); got != 4 {
+		t.Fatalf("restarted master's offset %d, want its own 4", got)
+	}
+	s.b.repl.masterClient.set(m.b.Addr())
+	s.b.slaveSyncRound(s.b.repl, s.b.newSlaveSync())
+	if got := m.b.offsets.Query("cg", "TopicNote", 0); got != 9 {
+		t.Errorf("master's offset %d, want the slave's 9", got)
+	}
+	if n := len(s.b.offsets.LocalCommits()); n != 0 {
+		t.Errorf("%d local commits left unsettled", n)
+	}
+
+	// The settled note is written empty: nothing to hand back after
+	// another restart.
+	s.stop()
+	s = startBrokerIn(t, sdir, slave)
+	if got := s.b.offsets.LocalCommits(); len(got) != 0 {
+		t.Errorf("slave restarted after the hand-back notes %v", got)
+	}
+}
+
 // The master answers GET_TIMER_CHECK_POINT with its wheel's last
 // checkpoint; the slave copies it into config/timercheck.
 func TestSlaveCopiesTheTimerCheckpoint(t *testing.T) {

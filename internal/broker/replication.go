@@ -259,9 +259,12 @@ func (b *Broker) startReplication() {
 		})
 		r.slave.Start()
 		b.offsets.TrackLocalCommits()
+		b.loadCommitNote()
+		_, onDisk := b.offsets.LocalCommitsVersion()
 		b.repl = r
 		b.background(func() { b.runSlaveSync(r) })
 		b.background(func() { b.runSlaveResume(r) })
+		b.background(func() { b.runCommitNote(millis(cfg.FlushConsumerOffsetInterval), onDisk) })
 		return
 	}
 	if b.storeConfig().BrokerRole == store.SyncMaster && hc.InSyncReplicas < 2 {

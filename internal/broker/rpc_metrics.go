@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/metrics"
 	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // rpcBoundsMs are the upper bounds (ms) of rocketmq_rpc_latency, as
@@ -19,6 +20,8 @@ var rpcBoundsMs = [...]float64{1, 3, 5, 10, 30, 100, 300, 1000, 3000}
 // rpcKey names one series of rocketmq_rpc_latency.
 type rpcKey struct {
 	request, response int32
+	longPolling       bool // is_long_polling: a pull held for data
+	unsent            bool // result write_channel_failed, not success
 }
 
 // rpcHist is one series' histogram: lock-free adds.
@@ -38,8 +41,9 @@ type rpcStats struct {
 // maxRPCSeries bounds the series: request codes times response codes.
 const maxRPCSeries = 2048
 
-func (s *rpcStats) observe(req, resp *remoting.Command, elapsed time.Duration) {
-	k := rpcKey{req.Code, resp.Code}
+func (s *rpcStats) observe(req *remoting.Command, a transport.Answer) {
+	k := rpcKey{req.Code, a.Code, a.LongPolled, a.Unsent}
+	elapsed := a.Elapsed
 	v, ok := s.m.Load(k)
 	if !ok {
 		if s.n.Load() >= maxRPCSeries {
@@ -67,7 +71,7 @@ func (s *rpcStats) figures() []metrics.RPCLatency {
 	s.m.Range(func(key, value any) bool {
 		k, h := key.(rpcKey), value.(*rpcHist)
 		r := metrics.RPCLatency{RequestCode: codeLabel(remoting.RequestName(k.request)), ResponseCode: responseLabel(k.response),
-			Result: "success", IsLongPolling: false}
+			Result: rpcResult(k), IsLongPolling: k.longPolling}
 		var cum uint64
 		for i, b := range rpcBoundsMs {
 			cum += h.counts[i].Load()
@@ -80,13 +84,39 @@ func (s *rpcStats) figures() []metrics.RPCLatency {
 		return true
 	})
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].RequestCode != out[j].RequestCode {
-			return out[i].RequestCode < out[j].RequestCode
+		a, b := out[i], out[j]
+		if a.RequestCode != b.RequestCode {
+			return a.RequestCode < b.RequestCode
 		}
-		return out[i].ResponseCode < out[j].ResponseCode
+		if a.ResponseCode != b.ResponseCode {
+			return a.ResponseCode < b.ResponseCode
+		}
+		if a.IsLongPolling != b.IsLongPolling {
+			return !a.IsLongPolling
+		}
+		return a.Result < b.Result
 	})
 	return out
 }
+
+// rpcResult is the result label as RocketMQ's remoting server writes it:
+// it tells how the answer's write went, whatever the response code (an
+// error answer that is written is "success"). The broker sees answers at
+// their hand-off to the connection's writer: one given after its
+// connection closed is "write_channel_failed". Oneway requests, which
+// RocketMQ counts as "oneway", are not observed.
+func rpcResult(k rpcKey) string {
+	if k.unsent {
+		return resultWriteChannelFailed
+	}
+	return resultSuccess
+}
+
+// RocketMQ's RemotingMetricsConstant result values the broker writes.
+const (
+	resultSuccess            = "success"
+	resultWriteChannelFailed = "write_channel_failed"
+)
 
 // codeLabel writes a request code's name as RocketMQ's labels do
 // (lower case).

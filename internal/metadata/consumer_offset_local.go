@@ -43,15 +43,40 @@ func (m *ConsumerOffsetManager) Advance(group, topic string, queueID int32, offs
 }
 
 // LocalCommits returns a copy of the ledger: each queue's latest offset
-// committed through Commit since tracking began and not yet settled.
+// committed through Commit since tracking began (or restored) and not yet
+// settled.
 func (m *ConsumerOffsetManager) LocalCommits() map[OffsetKey]int64 {
+	out, _ := m.LocalCommitsVersion()
+	return out
+}
+
+// LocalCommitsVersion is LocalCommits with the ledger's change count, so
+// that whoever keeps the ledger on disk writes it only when it changed.
+func (m *ConsumerOffsetManager) LocalCommitsVersion() (map[OffsetKey]int64, uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[OffsetKey]int64, len(m.local))
 	for k, v := range m.local {
 		out[k] = v
 	}
-	return out
+	return out, m.localVersion
+}
+
+// RestoreLocalCommits notes entries in the ledger (a slave's ledger kept
+// on disk, read back at start) unless the ledger already notes the queue;
+// it does nothing unless TrackLocalCommits was called.
+func (m *ConsumerOffsetManager) RestoreLocalCommits(entries map[OffsetKey]int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.local == nil {
+		return
+	}
+	for k, off := range entries {
+		if _, ok := m.local[k]; !ok {
+			m.local[k] = off
+			m.localVersion++
+		}
+	}
 }
 
 // SettleLocal removes a queue from the ledger if its noted offset is
@@ -60,6 +85,7 @@ func (m *ConsumerOffsetManager) SettleLocal(k OffsetKey, offset int64) {
 	m.mu.Lock()
 	if v, ok := m.local[k]; ok && v == offset {
 		delete(m.local, k)
+		m.localVersion++
 	}
 	m.mu.Unlock()
 }

@@ -29,8 +29,10 @@ type ConsumerOffsetManager struct {
 	version *versionStamp
 	dirty   atomic.Bool
 	File    *File
-	// local is the ledger of commits (nil unless TrackLocalCommits).
-	local map[OffsetKey]int64
+	// local is the ledger of commits (nil unless TrackLocalCommits);
+	// localVersion counts its changes.
+	local        map[OffsetKey]int64
+	localVersion uint64
 }
 
 func NewConsumerOffsetManager(d Deps) *ConsumerOffsetManager {
@@ -120,7 +122,11 @@ func (m *ConsumerOffsetManager) Commit(group, topic string, queueID int32, offse
 		m.dirty.Store(true)
 	}
 	if m.local != nil {
-		m.local[OffsetKey{Topic: topic, Group: group, QueueID: queueID}] = offset
+		k := OffsetKey{Topic: topic, Group: group, QueueID: queueID}
+		if old, ok := m.local[k]; !ok || old != offset {
+			m.local[k] = offset
+			m.localVersion++
+		}
 	}
 	m.mu.Unlock()
 }
@@ -174,6 +180,7 @@ func (m *ConsumerOffsetManager) removeIf(match func(topic, group string) bool) {
 	for k := range m.local {
 		if match(k.Topic, k.Group) {
 			delete(m.local, k)
+			m.localVersion++
 		}
 	}
 	if removed {

@@ -75,6 +75,7 @@ type Responder struct {
 	once  atomic.Bool // a completion was made
 	out   outItem     // the answer of an early completion
 	start time.Time   // when Defer was called, with a reply observer
+	long  atomic.Bool // MarkLongPolled was called
 
 	// Guarded by c.hmu: the held list, oldest first.
 	linked     bool
@@ -95,6 +96,10 @@ func (c *Conn) Defer(req *remoting.Command) *Responder {
 
 // Conn returns the connection the request came on.
 func (r *Responder) Conn() *Conn { return r.c }
+
+// MarkLongPolled says the request is held waiting for data (a suspended
+// pull): the reply observer reports its answer as long-polled.
+func (r *Responder) MarkLongPolled() { r.long.Store(true) }
 
 // Request returns the request r answers.
 func (r *Responder) Request() *remoting.Command { return r.req }
@@ -138,14 +143,14 @@ func (r *Responder) complete(it outItem) {
 	}
 	r.out = outItem{}
 	if r.state.Load() == respReleased {
-		it.release()
+		r.unsent(it)
 		return
 	}
 	c := r.c
 	c.hmu.Lock()
 	if !r.state.CompareAndSwap(respHeld, respDone) {
 		c.hmu.Unlock()
-		it.release() // released meanwhile
+		r.unsent(it) // released meanwhile
 		return
 	}
 	c.unlinkHeld(r)
@@ -155,15 +160,26 @@ func (r *Responder) complete(it outItem) {
 		return
 	}
 	it.counted = true
-	c.observe(r.req, it.cmd, r.start)
-	c.replyItem(r.req, it, false)
+	c.answer(r.req, it, false, r.start, r.long.Load())
 }
 
-// observe passes an answer to the server's reply observer.
-func (c *Conn) observe(req, resp *remoting.Command, start time.Time) {
-	if o := c.cfg.onReply; o != nil && resp != nil {
-		(*o)(req, resp, time.Since(start))
+// unsent drops the completion of a released responder; the observer sees
+// it as unsent.
+func (r *Responder) unsent(it outItem) {
+	it.release()
+	if o := r.c.cfg.onReply; o != nil && it.cmd != nil && !r.req.IsOneway() {
+		(*o)(r.req, Answer{Code: it.cmd.Code, Elapsed: time.Since(r.start), LongPolled: r.long.Load(), Unsent: true})
 	}
+}
+
+// answer passes a response to the server's reply observer, if any, and
+// hands it to the writer (the observer runs first: once the writer has
+// the response, the peer may have it before the observer ran).
+func (c *Conn) answer(req *remoting.Command, it outItem, onReader bool, start time.Time, long bool) {
+	if o := c.cfg.onReply; o != nil {
+		(*o)(req, Answer{Code: it.cmd.Code, Elapsed: time.Since(start), LongPolled: long, Unsent: c.isClosed()})
+	}
+	c.replyItem(req, it, onReader)
 }
 
 // contractError is the panic value of a broken reply contract in a test
@@ -244,11 +260,9 @@ func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start tim
 			return
 		}
 		it.counted = true
-		c.observe(req, it.cmd, r.start)
-		c.replyItem(req, it, onReader)
+		c.answer(req, it, onReader, r.start, r.long.Load())
 	case rep.resp != nil:
-		c.observe(req, rep.resp, start)
-		c.replyItem(req, outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done, counted: true}, onReader)
+		c.answer(req, outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done, counted: true}, onReader, start, false)
 	default:
 		if rep.done != nil {
 			rep.done()

@@ -213,10 +213,27 @@ func (s *Server) ReadsExtInline(codes ...int32) {
 	s.routes.Store(t)
 }
 
-// ReplyObserver sees every response the server's handlers give, with the
-// time from the start of the request's handler to the response's hand-off
-// to the writer. It runs on the goroutine that answers and must be quick.
-type ReplyObserver func(req, resp *remoting.Command, elapsed time.Duration)
+// ReplyObserver sees every response the server's handlers give to a
+// request that is not oneway, just before the response is handed to the
+// connection's writer (or dropped, the connection being closed). It runs
+// on the goroutine that answers and must be quick.
+type ReplyObserver func(req *remoting.Command, a Answer)
+
+// Answer is what a ReplyObserver learns of one response.
+type Answer struct {
+	// Code is the response's code.
+	Code int32
+	// Elapsed is the time from the start of the request's handler to the
+	// response's hand-off to the writer.
+	Elapsed time.Duration
+	// LongPolled says the request waited for data before it was answered
+	// (Responder.MarkLongPolled).
+	LongPolled bool
+	// Unsent says the response is not sent: its connection had closed,
+	// or had released the request's responder, when it was given. A
+	// write that fails later is not seen here.
+	Unsent bool
+}
 
 // OnReply sets the observer of answers for the connections accepted from
 // then on (set it before Listen); nil costs one nil check per request.
