@@ -304,3 +304,22 @@ func (r *ReplicaLog) scan(mf *MappedFile, b []byte) (int64, error) {
 	}
 	return at, nil
 }
+
+// Truncate cuts the log at offset (TruncateTo) and restarts the
+// appending of replicated bytes at the cut. It returns the offset cut at.
+func (r *ReplicaLog) Truncate(offset int64) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cut, err := r.st.TruncateTo(offset)
+	if err != nil {
+		return 0, err
+	}
+	r.inited = false
+	r.carry = r.carry[:0]
+	r.end.Store(-1)
+	r.initLocked()
+	return cut, nil
+}
+
+// Store is the store the log belongs to.
+func (r *ReplicaLog) Store() *DefaultMessageStore { return r.st }
