@@ -137,6 +137,9 @@ func (st *DefaultMessageStore) TruncateTo(offset int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := st.RebuildQueueOffsets(); err != nil {
+		return 0, err
+	}
 	if fns := st.onCut.Load(); fns != nil {
 		for _, fn := range *fns {
 			fn(cut)
@@ -226,9 +229,7 @@ func (st *DefaultMessageStore) truncateLocked(offset int64) (int64, error) {
 	}
 	st.disp.reputFrom.Store(dispatched)
 	c.lock.Lock()
-	for _, cq := range st.allQueues() {
-		c.queueOffsets[queueKey{cq.topic, cq.queueID}] = cq.maxOffset.Load()
-	}
+	clear(c.queueOffsets)
 	c.lock.Unlock()
 	if st.index != nil {
 		if err := st.index.svc.Truncate(offset); err != nil {
@@ -262,4 +263,57 @@ func (st *DefaultMessageStore) recordStartsAt(mf *MappedFile, offset int64) bool
 	}
 	_, magic := message.PeekRecord(hdr[:])
 	return magic == message.MagicCodeV1 || magic == message.MagicCodeV2 || magic == message.BlankMagicCode
+}
+
+// RebuildQueueOffsets sets the next queue offset of every queue from the
+// records themselves: the consume queues' ends, then every record past
+// the dispatch cursor (on a gated store or a replica the log runs ahead
+// of the queues). A broker that becomes the master calls it before it
+// accepts sends, so its queue offsets continue its log's.
+func (st *DefaultMessageStore) RebuildQueueOffsets() error {
+	c := st.commitLog
+	c.cutMu.RLock()
+	defer c.cutMu.RUnlock()
+	next := map[queueKey]int64{}
+	for _, cq := range st.allQueues() {
+		next[queueKey{cq.topic, cq.queueID}] = cq.maxOffset.Load()
+	}
+	end := c.visible.Load()
+	for at := max(st.disp.reputFrom.Load(), c.minOffset()); at < end; {
+		head, err := c.read(nil, at, blankSize)
+		if err != nil {
+			return err
+		}
+		sz, magic := message.PeekRecord(head)
+		if magic == message.BlankMagicCode {
+			mf := c.mfq.find(at)
+			if mf == nil {
+				break
+			}
+			at = mf.from + mf.size
+			mf.release()
+			continue
+		}
+		rec, err := c.recordAt(at)
+		if err != nil {
+			return err
+		}
+		var v message.RecordView
+		if err := checkRecordAt(&v, rec, at, false); err != nil {
+			return err
+		}
+		switch message.TransactionValue(v.SysFlag()) {
+		case message.TransactionPreparedType, message.TransactionRollbackType:
+		default:
+			k := queueKey{string(v.Topic()), v.QueueID()}
+			next[k] = max(next[k], v.QueueOffset()+1)
+		}
+		at += int64(sz)
+	}
+	c.lock.Lock()
+	for k, n := range next {
+		c.queueOffsets[k] = n
+	}
+	c.lock.Unlock()
+	return nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/spoolmq/spool/internal/vfs"
@@ -93,7 +94,19 @@ func TestTruncateCrashNeverResurrects(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.FlushDiskType = SyncFlush
 			fs := vfs.NewFaultFS(vfs.OS())
-			st := openStarted(t, cfg, fs)
+			st, err := Open(cfg, fs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var armed atomic.Bool
+			st.Failpoint = func(name string) {
+				if name == stage && armed.Load() {
+					panic(crashAt{})
+				}
+			}
+			if err := st.Start(); err != nil {
+				t.Fatal(err)
+			}
 			offs := putN(t, st, "T", 40, "a")
 			waitDispatched(t, st, "T", 1, 20)
 			// This replica wrote epoch 2 from message 25 on; the new
@@ -112,11 +125,7 @@ func TestTruncateCrashNeverResurrects(t *testing.T) {
 			if !ok || cut != offs[25] {
 				t.Fatalf("consistent point %d %v", cut, ok)
 			}
-			st.Failpoint = func(name string) {
-				if name == stage {
-					panic(crashAt{})
-				}
-			}
+			armed.Store(true)
 			func() {
 				defer func() {
 					if r := recover(); r != nil {
@@ -128,7 +137,7 @@ func TestTruncateCrashNeverResurrects(t *testing.T) {
 				st.TruncateTo(cut)
 				t.Fatalf("no crash at %s", stage)
 			}()
-			st.Failpoint = nil
+			armed.Store(false)
 			crash(st)
 			if err := fs.Crash(cfg.StorePathRootDir, vfs.CrashOptions{}); err != nil {
 				t.Fatal(err)
