@@ -125,6 +125,11 @@ type Deps struct {
 	// enough copies (PutOK), or with FlushSlaveTimeout or
 	// SlaveNotAvailable. It must not block.
 	WaitReplicated func(end int64, done func(store.PutStatus))
+	// AdmitPut (controller mode; nil otherwise) is asked before a send is
+	// stored: PutOK, or the status and remark it is refused with at once
+	// (a fenced master: ServiceNotAvailable; a sync-state set below
+	// minInSyncReplicas: InSyncReplicasNotEnough). It must not block.
+	AdmitPut func() (store.PutStatus, string)
 	// Stats counts traffic per topic and group (nil counts nothing).
 	Stats Stats
 }
@@ -157,6 +162,7 @@ type Path struct {
 	flow        *Flow
 	// waitReplicated is Deps.WaitReplicated.
 	waitReplicated func(end int64, done func(store.PutStatus))
+	admitPut       func() (store.PutStatus, string)
 
 	// Set once by UseExecutors, before the first request.
 	sendEx, pullEx, litePullEx *transport.Executor
@@ -176,7 +182,7 @@ func New(d Deps) *Path {
 		addr: d.Addr, storeHost: d.StoreHost, stopping: d.Stopping,
 		holdRoute: d.HoldRoute, routeWait: d.RouteWait,
 		countPut: d.CountPut, countGet: d.CountGet, stats: statsOr(d.Stats),
-		waitReplicated: d.WaitReplicated,
+		waitReplicated: d.WaitReplicated, admitPut: d.AdmitPut,
 	}
 	p.flow = newFlow(p, d.ColdTake, d.ColdCharge)
 	return p
