@@ -323,3 +323,7 @@ func (r *ReplicaLog) Truncate(offset int64) (int64, error) {
 
 // Store is the store the log belongs to.
 func (r *ReplicaLog) Store() *DefaultMessageStore { return r.st }
+
+// FileSize is the CommitLog file size (mappedFileSizeCommitLog): a master
+// starts a syncFromLastFile slave at the start of its last file.
+func (r *ReplicaLog) FileSize() int64 { return r.st.cfg.MappedFileSizeCommitLog }
