@@ -241,3 +241,51 @@ func TestAutoSwitchSlaveRefusesPuts(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// A new replica of a master with two epochs gets both: every transfer is
+// of one epoch, so its epoch table ends equal to the master's.
+func TestAutoSwitchNewSlaveLearnsEveryEpoch(t *testing.T) {
+	m := startReplica(t, 1, nil)
+	if err := m.as.ChangeToMaster(1, []int64{1}, 1); err != nil {
+		t.Fatal(err)
+	}
+	first := putOn(t, m, 50, "e1")
+	if err := m.as.ChangeToMaster(2, []int64{1}, 2); err != nil {
+		t.Fatal(err)
+	}
+	end := putOn(t, m, 50, "e2")
+	want := []store.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: first}}
+	if got := m.st.Epochs().Entries(); !slices.Equal(got, want) {
+		t.Fatalf("master epochs %v, want %v", got, want)
+	}
+	s := startReplica(t, 3, nil)
+	if err := s.as.ChangeToSlave(1, m.addr, 2); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new slave to catch up", func() bool { return s.log.MaxOffset() == end })
+	sameLogs(t, m.log, s.log)
+	if got := s.st.Epochs().Entries(); !slices.Equal(got, want) {
+		t.Fatalf("slave epochs %v, want %v", got, want)
+	}
+}
+
+// syncFromLastFile: a new replica starts at the master's last CommitLog
+// file.
+func TestAutoSwitchSyncFromLastFile(t *testing.T) {
+	m := startReplica(t, 1, nil)
+	if err := m.as.ChangeToMaster(1, []int64{1}, 1); err != nil {
+		t.Fatal(err)
+	}
+	var end int64
+	for end < 3*m.cfg.MappedFileSizeCommitLog/2 {
+		end = putOn(t, m, 50, "x")
+	}
+	s := startReplica(t, 2, func(c *SwitchConfig) { c.SyncFromLastFile = true })
+	if err := s.as.ChangeToSlave(1, m.addr, 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the slave to reach the end", func() bool { return s.log.MaxOffset() == end })
+	if got, want := s.log.MinOffset(), end-end%m.cfg.MappedFileSizeCommitLog; got != want {
+		t.Fatalf("the slave starts at %d, want the master's last file at %d", got, want)
+	}
+}
