@@ -46,6 +46,12 @@ type SwitchConfig struct {
 	BrokerID int64
 	Clock    clock.Clock
 	Logger   *slog.Logger
+	// Admit, when set, says whether a connection that announced brokerID
+	// in its handshake may be that replica (its address is the one the
+	// controller registered for the id); a refused connection is closed.
+	// nil admits every handshake (acknowledgements still count only for
+	// sync-state-set members).
+	Admit func(brokerID int64, remote net.Addr) bool
 	// Dial opens a slave's connection (net.Dialer.DialContext when nil).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
 

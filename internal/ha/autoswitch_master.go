@@ -99,6 +99,11 @@ func (sc *switchConn) readLoop() {
 				return
 			}
 			h := ParseSlaveHandshake(b[4:])
+			if adm := sc.a.cfg.Admit; adm != nil && !adm(h.BrokerID, sc.c.RemoteAddr()) {
+				sc.a.cfg.Logger.Warn("ha: refusing a connection that is not the replica it names", "remote", sc.remote, "brokerId", h.BrokerID)
+				sc.close("not admitted")
+				return
+			}
 			sc.mu.Lock()
 			again := sc.haveHS
 			sc.hs, sc.haveHS, sc.lastRead = h, true, sc.a.cfg.Clock.Now()

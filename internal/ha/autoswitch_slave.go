@@ -51,7 +51,7 @@ type switchClient struct {
 	mu        sync.Mutex
 	conn      net.Conn
 	truncated int64 // where the last handshake cut the log (-1 before)
-	stopped   error
+	dials     int64 // connections opened
 
 	quit chan struct{}
 	wg   sync.WaitGroup
@@ -60,6 +60,13 @@ type switchClient struct {
 
 func newSwitchClient(a *AutoSwitch, masterID int64, addr string) *switchClient {
 	return &switchClient{a: a, masterID: masterID, addr: addr, truncated: -1, quit: make(chan struct{})}
+}
+
+// connects is the number of connections opened so far.
+func (c *switchClient) connects() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dials
 }
 
 func (c *switchClient) start() {
@@ -101,6 +108,7 @@ func (c *switchClient) run() {
 			default:
 			}
 			c.conn = conn
+			c.dials++
 			c.mu.Unlock()
 			err = c.session(conn)
 			conn.Close()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -287,5 +288,26 @@ func TestAutoSwitchSyncFromLastFile(t *testing.T) {
 	eventually(t, "the slave to reach the end", func() bool { return s.log.MaxOffset() == end })
 	if got, want := s.log.MinOffset(), end-end%m.cfg.MappedFileSizeCommitLog; got != want {
 		t.Fatalf("the slave starts at %d, want the master's last file at %d", got, want)
+	}
+}
+
+// A connection the Admit rule refuses for the broker id it announced is
+// closed and never acknowledges anything (apache/rocketmq#3015).
+func TestAutoSwitchAdmitRefusesImpostor(t *testing.T) {
+	m := startReplica(t, 1, func(c *SwitchConfig) {
+		c.AllAckInSyncStateSet = true
+		c.Admit = func(id int64, _ net.Addr) bool { return id == 3 }
+	})
+	if err := m.as.ChangeToMaster(1, []int64{1, 2}, 1); err != nil {
+		t.Fatal(err)
+	}
+	end := putOn(t, m, 3, "m")
+	imp := startReplica(t, 2, nil)
+	if err := imp.as.ChangeToSlave(1, m.addr, 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the impostor to connect and be refused", func() bool { return imp.as.client.connects() >= 2 })
+	if imp.log.MaxOffset() != 0 || m.as.ConfirmOffset() >= end || len(m.as.Replicas()) != 0 {
+		t.Fatalf("a refused replica got %d bytes; confirm %d; replicas %+v", imp.log.MaxOffset(), m.as.ConfirmOffset(), m.as.Replicas())
 	}
 }
