@@ -311,3 +311,60 @@ func TestAutoSwitchAdmitRefusesImpostor(t *testing.T) {
 		t.Fatalf("a refused replica got %d bytes; confirm %d; replicas %+v", imp.log.MaxOffset(), m.as.ConfirmOffset(), m.as.Replicas())
 	}
 }
+
+// FuzzParseMasterFrames: the slave's decoders of a master's frames never
+// panic, and what they accept re-encodes to the same bytes.
+func FuzzParseMasterFrames(f *testing.F) {
+	f.Add(AppendMasterHandshake(nil, 100, 2, []Epoch{{1, 0}, {2, 50}}))
+	var th [SwitchTransferHeaderSize]byte
+	PutTransferHeader(th[:], TransferHeader{BodySize: 10, Offset: 50, Epoch: 2, EpochStart: 50, ConfirmOffset: 40})
+	f.Add(th[:])
+	f.Add([]byte{0, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) >= SwitchMasterHandshakeSize {
+			size, maxPhy, last := ParseMasterHandshake(b[4:])
+			body := b[SwitchMasterHandshakeSize:]
+			if size >= 0 && int(size) <= len(body) {
+				if es, err := ParseEpochs(body[:size]); err == nil {
+					if got := AppendMasterHandshake(nil, maxPhy, last, es); !bytes.Equal(got[4:], b[4:SwitchMasterHandshakeSize+int(size)]) {
+						t.Fatalf("handshake round trip %x != %x", got, b)
+					}
+				}
+			}
+		}
+		if len(b) >= SwitchTransferHeaderSize {
+			h := ParseTransferHeader(b[4:])
+			var out [SwitchTransferHeaderSize]byte
+			PutTransferHeader(out[:], h)
+			if !bytes.Equal(out[4:], b[4:SwitchTransferHeaderSize]) {
+				t.Fatalf("transfer header round trip %x != %x", out, b[:SwitchTransferHeaderSize])
+			}
+		}
+	})
+}
+
+// A slave holds the bytes past the confirm offset but its consumers never
+// see them: its dispatch stops at the confirm offset its master sends.
+func TestAutoSwitchSlaveDispatchGatedAtConfirm(t *testing.T) {
+	m := startReplica(t, 1, nil)
+	s := startReplica(t, 2, nil)
+	if err := m.as.ChangeToMaster(1, []int64{1, 2, 3}, 1); err != nil { // 3 never connects
+		t.Fatal(err)
+	}
+	if err := s.as.ChangeToSlave(1, m.addr, 1); err != nil {
+		t.Fatal(err)
+	}
+	end := putOn(t, m, 40, "m")
+	eventually(t, "the slave to hold every byte", func() bool { return s.log.MaxOffset() == end })
+	eventually(t, "a frame after the last bytes", func() bool { return len(m.as.Replicas()) == 1 && m.as.Replicas()[0].AckOffset == end })
+	if c := m.as.ConfirmOffset(); c != 0 {
+		t.Fatalf("confirm %d with member 3 unconnected", c)
+	}
+	if d, q := s.st.DispatchedOffset(), s.st.MaxOffsetInQueue("T", 0); d != 0 || q != 0 {
+		t.Fatalf("the slave dispatched to %d (queue 0 max %d) past the confirm offset 0", d, q)
+	}
+	m.as.SetSyncStateSet([]int64{1, 2}, 2)
+	eventually(t, "the slave's queues at the new confirm offset", func() bool {
+		return s.st.MaxOffsetInQueue("T", 0) == 20 && s.st.MaxOffsetInQueue("T", 1) == 20
+	})
+}

@@ -132,3 +132,27 @@ func TestEpochFileDurable(t *testing.T) {
 		t.Fatalf("after truncation: %v", got)
 	}
 }
+
+// FuzzDecodeEpochFile: decoding never panics, and an accepted table
+// re-encodes to a file that decodes to the same table.
+func FuzzDecodeEpochFile(f *testing.F) {
+	f.Add(EncodeEpochFile([]EpochEntry{{1, 0}, {2, 1073741824}}))
+	f.Add([]byte("2\n1-0\n2-1073741824\n"))
+	f.Add([]byte("0\n0\n"))
+	f.Add([]byte("1\n5\n3-\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		es, err := DecodeEpochFile(b)
+		if err != nil {
+			return
+		}
+		again, err := DecodeEpochFile(EncodeEpochFile(es))
+		if err != nil || len(again) != len(es) {
+			t.Fatalf("round trip of %v: %v %v", es, again, err)
+		}
+		for i := range es {
+			if again[i] != es[i] || (i > 0 && es[i].Epoch <= es[i-1].Epoch) {
+				t.Fatalf("round trip of %v: %v", es, again)
+			}
+		}
+	})
+}
