@@ -152,6 +152,8 @@ const (
 type AutoSwitch struct {
 	cfg SwitchConfig
 
+	roleMu sync.Mutex // one role change at a time (they release mu while they cut the log)
+
 	mu       sync.Mutex
 	role     switchRole
 	epoch    int32
@@ -221,6 +223,8 @@ func (a *AutoSwitch) Serve(ln net.Listener) error {
 
 // Close stops every connection and answers the waiting sends.
 func (a *AutoSwitch) Close() {
+	a.roleMu.Lock()
+	defer a.roleMu.Unlock()
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -264,6 +268,8 @@ func closeLinks(conns []*switchConn, client *switchClient, group *GroupTransfer)
 // starting at the local end) is durable in the epoch file; from then on
 // sends are accepted.
 func (a *AutoSwitch) ChangeToMaster(masterEpoch int32, syncStateSet []int64, syncStateSetEpoch int32) error {
+	a.roleMu.Lock()
+	defer a.roleMu.Unlock()
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -334,6 +340,8 @@ func (a *AutoSwitch) ChangeToMaster(masterEpoch int32, syncStateSet []int64, syn
 // to the consistent point agreed with the new master before it appends or
 // acknowledges anything.
 func (a *AutoSwitch) ChangeToSlave(masterID int64, masterHAAddr string, masterEpoch int32) error {
+	a.roleMu.Lock()
+	defer a.roleMu.Unlock()
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()

@@ -310,6 +310,16 @@ func (r *ReplicaLog) scan(mf *MappedFile, b []byte) (int64, error) {
 func (r *ReplicaLog) Truncate(offset int64) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if vis := r.st.commitLog.visible.Load(); offset >= vis && r.end.Load() <= vis {
+		// Nothing past the last complete record: only the epochs that
+		// start at or past the end go (they wrote nothing).
+		if e := r.st.epochs; e != nil {
+			if err := e.TruncateSuffixByOffset(vis); err != nil {
+				return 0, err
+			}
+		}
+		return vis, nil
+	}
 	cut, err := r.st.TruncateTo(offset)
 	if err != nil {
 		return 0, err

@@ -189,8 +189,23 @@ func (st *DefaultMessageStore) truncateLocked(offset int64) (int64, error) {
 	}
 	fp("truncate-checkpoint")
 	// 2. The CommitLog: zero and sync the cut file's tail, remove later
-	// files, sync the directory.
-	if err := c.mfq.truncateFrom(offset); err != nil {
+	// files, sync the directory. Past a file's written position there are
+	// only zeros (files are created zeroed, recovery zeroes a crash's
+	// tail, every cut zeroes up to it), so only [cut, written) is zeroed:
+	// a role change does not read a whole file.
+	if mf := c.mfq.find(offset); mf != nil {
+		pos, wrote := offset-mf.from, mf.wrote.Load()
+		err := error(nil)
+		if pos < wrote {
+			err = zeroRange(mf, pos, wrote)
+		}
+		mf.release()
+		if err != nil {
+			st.setReadOnly(err)
+			return 0, fmt.Errorf("store: truncate the CommitLog at %d: %w", offset, err)
+		}
+	}
+	if err := c.mfq.truncateNoZero(offset); err != nil {
 		st.setReadOnly(err)
 		return 0, fmt.Errorf("store: truncate the CommitLog at %d: %w", offset, err)
 	}
