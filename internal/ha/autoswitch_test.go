@@ -109,6 +109,7 @@ func TestAutoSwitchRoleChangeTruncatesDivergentTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "a to lose b", func() bool { return len(a.as.Replicas()) == 0 })
+	eventually(t, "a's dispatch to the confirm offset", func() bool { return a.st.DispatchedOffset() == common })
 	tail := putOn(t, a, 30, "lost")
 	if a.as.ConfirmOffset() != common || a.st.DispatchedOffset() > common {
 		t.Fatalf("a confirmed %d and dispatched %d past the common %d with a member unconnected",
@@ -122,11 +123,16 @@ func TestAutoSwitchRoleChangeTruncatesDivergentTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	newEnd := putOn(t, b, 10, "new")
+	cuts := make(chan int64, 4)
+	a.st.OnTruncate(func(off int64) { cuts <- off }) // the broker lowers offsets here
 	if err := a.as.ChangeToSlave(2, b.addr, 2); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a to follow b", func() bool { return a.log.MaxOffset() == newEnd })
 	sameLogs(t, b.log, a.log)
+	if cut := <-cuts; cut != common {
+		t.Fatalf("a cut its log at %d, want the consistent point %d", cut, common)
+	}
 	if tail <= newEnd {
 		t.Fatalf("test setup: the lost tail (%d) should pass the new end (%d)", tail, newEnd)
 	}
