@@ -87,6 +87,9 @@ func (sc *switchConn) readLoop() {
 	defer sc.a.wg.Done()
 	var b [SwitchSlaveHandshakeSize]byte
 	for {
+		// A slave reports at least every haSendHeartbeatInterval: one
+		// silent for haHousekeepingInterval is gone.
+		_ = sc.c.SetReadDeadline(time.Now().Add(sc.a.cfg.HousekeepingInterval))
 		if _, err := io.ReadFull(sc.c, b[:4]); err != nil {
 			sc.close("read: " + err.Error())
 			return
