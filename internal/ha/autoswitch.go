@@ -444,7 +444,8 @@ func (a *AutoSwitch) IsMaster() bool {
 }
 
 // Replicas reports, on a master, each connected slave's state (one per
-// broker id: the connection with the highest acknowledgement).
+// broker id: the connection with the highest acknowledgement; not the
+// asynchronous learners, which never join the sync-state set).
 func (a *AutoSwitch) Replicas() []ReplicaState {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -74,10 +74,13 @@ func (sc *switchConn) ack() (int64, int64, bool) {
 	return sc.hs.BrokerID, sc.ackOff, true
 }
 
+// replicaState is the connection as Replicas reports it; asynchronous
+// learners are left out, so the controller client never proposes them
+// for the sync-state set (RocketMQ's expansion skips them too).
 func (sc *switchConn) replicaState() (ReplicaState, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if !sc.haveHS {
+	if !sc.haveHS || sc.hs.AsyncLearner {
 		return ReplicaState{}, false
 	}
 	return ReplicaState{BrokerID: sc.hs.BrokerID, Addr: sc.remote, AckOffset: sc.ackOff, CaughtUpAt: sc.caughtUpAt}, true

@@ -276,6 +276,28 @@ func TestAutoSwitchNewSlaveLearnsEveryEpoch(t *testing.T) {
 	}
 }
 
+// An asynchronous learner is streamed to but never counts: its acks do
+// not confirm, and Replicas leaves it out so it is never proposed for the
+// sync-state set.
+func TestAutoSwitchAsyncLearnerNeverCounts(t *testing.T) {
+	m := startReplica(t, 1, nil)
+	l := startReplica(t, 2, func(c *SwitchConfig) { c.AsyncLearner = true })
+	if err := m.as.ChangeToMaster(1, []int64{1, 2}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.as.ChangeToSlave(1, m.addr, 1); err != nil {
+		t.Fatal(err)
+	}
+	end := putOn(t, m, 10, "m")
+	eventually(t, "the learner to catch up", func() bool { return l.log.MaxOffset() == end })
+	if c := m.as.ConfirmOffset(); c != 0 {
+		t.Fatalf("a learner's acks confirmed %d", c)
+	}
+	if rs := m.as.Replicas(); len(rs) != 0 {
+		t.Fatalf("Replicas lists a learner: %+v", rs)
+	}
+}
+
 // syncFromLastFile: a new replica starts at the master's last CommitLog
 // file.
 func TestAutoSwitchSyncFromLastFile(t *testing.T) {
