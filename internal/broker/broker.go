@@ -331,6 +331,9 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.store.OnDispatch(b.onDispatch)
+	if cut, ok := b.store.(interface{ OnTruncate(func(int64)) }); ok {
+		cut.OnTruncate(b.onTruncate)
+	}
 	bind := cfg.BindAddress
 	if bind == "" {
 		bind = "0.0.0.0"
@@ -411,6 +414,16 @@ func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
 	}
 	b.longPoll.OnDispatch(topic, queueID, maxOffset)
 	b.notifyPut()
+}
+
+// onTruncate runs after the store cut its log for a role change
+// (controller mode): consumer offsets and delay offsets past the queues'
+// new ends are lowered to them (apache/rocketmq#7689, #4771).
+func (b *Broker) onTruncate(offset int64) {
+	n := b.offsets.ClampTo(b.store.MaxOffsetInQueue)
+	delay := b.schedule.ClampTo(func(q int32) int64 { return b.store.MaxOffsetInQueue(topicSchedule, q) })
+	b.logger.Warn("broker: offsets lowered to the queues' ends after a CommitLog truncation",
+		"offset", offset, "consumerOffsets", n, "delayOffsets", delay)
 }
 
 // housekeeping expires silent clients.

@@ -80,6 +80,9 @@ func (d *Path) checkTarget(c *transport.Conn, req *remoting.Command, t *sendTarg
 	if resp := d.slaveRefusal(req); resp != nil {
 		return resp
 	}
+	if resp := d.replicaRefusal(req); resp != nil {
+		return resp
+	}
 	if !metadata.IsWriteable(cfg.BrokerPermission) {
 		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", d.addr()))
 	}
@@ -534,6 +537,8 @@ func PutStatusCode(r store.PutResult) (int32, string) {
 			"service not available now: the broker's disk may be full, the store may be read-only after an I/O error, or shutting down")
 	case store.CreateMappedFileFailed:
 		return remoting.SystemError, withRemark("create mapped file failed, server is busy or broken.")
+	case store.InSyncReplicasNotEnough:
+		return remoting.SystemError, withRemark(InSyncReplicasNotEnoughRemark)
 	case store.MessageIllegal, store.PropertiesSizeExceeded:
 		return remoting.MessageIllegal, withRemark("the message is illegal, maybe msg body or properties length not matched")
 	case store.OSPageCacheBusy:

@@ -210,3 +210,33 @@ func (m *ConsumerOffsetManager) CloneOffsets(src, dst, topic string) bool {
 	m.dirty.Store(true)
 	return true
 }
+
+// ClampTo lowers every committed offset above its queue's end (maxOffset)
+// to that end and returns how many it lowered: after a replica cut its
+// log for a role change, no group may point past what the queues hold
+// (apache/rocketmq#7689, #4771).
+func (m *ConsumerOffsetManager) ClampTo(maxOffset func(topic string, queueID int32) int64) int {
+	m.mu.Lock()
+	n := 0
+	for key, t := range m.table {
+		i := strings.LastIndexByte(key, '@')
+		if i < 0 {
+			continue
+		}
+		for q, off := range t {
+			if max := maxOffset(key[:i], q); off > max {
+				t[q] = max
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		m.version.next()
+		m.dirty.Store(true)
+	}
+	m.mu.Unlock()
+	if n > 0 {
+		m.File.MarkDirty()
+	}
+	return n
+}

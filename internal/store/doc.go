@@ -25,6 +25,8 @@
 //	                                   (300,000 entries), named by byte offset;
 //	                                   sparse, descriptors in a bounded cache
 //	  checkpoint                       4096 bytes, replaced atomically
+//	  epochFileCheckpoint              controller mode: "count\ncrc\nepoch-startOffset\n..."
+//	                                   (RocketMQ's text), replaced atomically
 //	  abort                            present while running
 //	  lock                             flock(2)ed by the running store
 //
