@@ -2,23 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/spoolmq/spool/internal/authserve"
 	"github.com/spoolmq/spool/internal/config"
 	"github.com/spoolmq/spool/internal/controller"
-	"github.com/spoolmq/spool/internal/controller/consensus"
-	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
@@ -48,40 +42,9 @@ func controllerCmd() *cobra.Command {
 			if len(report.Unbuilt) > 0 {
 				logger.Warn("RocketMQ keys that Spool does not implement yet are ignored", "keys", strings.Join(report.Unbuilt, ","))
 			}
-			if !strings.EqualFold(cc.Type, "DLedger") {
-				return fmt.Errorf("controllerType=%s is not built; Spool's controller replicates with raft in place of DLedger", cc.Type)
-			}
-			peers, err := consensus.ParsePeers(cc.Peers)
-			if err != nil {
-				return err
-			}
-			if cc.SelfID == "" {
-				return errors.New("controllerDLegerSelfId is not set")
-			}
 			listen := f.listen
 			if listen == "" {
 				listen = fmt.Sprintf("0.0.0.0:%d", cc.ListenPort)
-			}
-			var self consensus.Peer
-			for _, p := range peers {
-				if p.ID == cc.SelfID {
-					self = p
-				}
-			}
-
-			// The leader records its remoting address before it serves;
-			// the address is known once the port is open.
-			var advertised atomic.Pointer[string]
-			hook := func(n *consensus.Node) error {
-				a := advertised.Load()
-				if a == nil {
-					return errors.New("remoting port not open yet")
-				}
-				return controller.LeaderHook(*a)(n)
-			}
-			node, err := consensus.Open(consensus.Config{ID: cc.SelfID, Peers: peers, Dir: cc.StorePath, OnLeader: hook, LogOutput: os.Stderr})
-			if err != nil {
-				return err
 			}
 			lim := lk.serverConfig(ca.AuthenticationEnabled)
 			lim.Logger = logger
@@ -95,29 +58,12 @@ func controllerCmd() *cobra.Command {
 				}
 				lim.Authorize = svc.Hook()
 			}
-			dial, err := controllerDialer(tc)
+			run, err := openController(cc, tc, svc, logger)
 			if err != nil {
 				return err
 			}
-			// What the controller sends brokers is signed with the inner
-			// credentials, and dialed with tls.client.* when tls.enable is on.
-			client := transport.NewClient(transport.ClientConfig{Logger: logger, Dial: dial, Prepare: svc.Sign})
-			ctl := controller.New(node, controller.Options{
-				Group:        cc.Group,
-				Unclean:      cc.EnableElectUncleanMaster,
-				ScanInterval: time.Duration(cc.ScanNotActiveBrokerInterval) * time.Millisecond,
-				ElectRetries: cc.ElectMasterMaxRetryCount,
-				Logger:       logger,
-				Notify: func(addr string, req *remoting.Command) {
-					go func() {
-						if err := client.InvokeOneway(addr, req); err != nil {
-							logger.Warn("NOTIFY_BROKER_ROLE_CHANGED not sent", "broker", addr, "err", err)
-						}
-					}()
-				},
-			})
 			srv := transport.NewServer(lim)
-			ctl.Register(srv, controller.ConfigBody(config.Dump(&cc)))
+			run.ctl.Register(srv, run.configBody())
 			if svc != nil {
 				for code, h := range svc.Handlers() {
 					srv.Register(code, h, nil)
@@ -125,23 +71,18 @@ func controllerCmd() *cobra.Command {
 			}
 			addr, err := serveController(srv, listen, tc, logger)
 			if err != nil {
-				node.Close()
+				run.close()
 				return err
 			}
-			adv := advertise(addr, self.Addr)
-			advertised.Store(&adv)
-			ctx, cancel := context.WithCancel(context.Background())
-			go ctl.Run(ctx)
-			logger.Info("controller serving", "id", cc.SelfID, "remoting", adv, "raft", self.Addr, "store", cc.StorePath)
+			adv := run.serving(addr)
+			logger.Info("controller serving", "id", cc.SelfID, "remoting", adv, "raft", run.self.Addr, "store", cc.StorePath)
 			fmt.Println("ready")
 			sig := <-stop
 			logger.Info("shutting down", "signal", sig.String())
-			cancel()
 			sctx, scancel := context.WithTimeout(context.Background(), shutdownBudget)
 			defer scancel()
 			err = srv.Shutdown(sctx)
-			client.Close()
-			if cerr := node.Close(); err == nil {
+			if cerr := run.close(); err == nil {
 				err = cerr
 			}
 			return err

@@ -296,36 +296,13 @@ func namesrvCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			nc := namesrv.DefaultConfig()
-			var na namesrvAuth
-			var lk limitKeys
-			report, err := config.Bind(props, &nc, &na, &lk)
+			run, err := startNamesrv(props, listen, tc, logger)
 			if err != nil {
 				return err
 			}
-			if len(report.Unbuilt) > 0 {
-				logger.Warn("RocketMQ keys that Spool does not implement yet are ignored", "keys", strings.Join(report.Unbuilt, ","))
-			}
-			if listen == "" {
-				listen = fmt.Sprintf("0.0.0.0:%d", nc.ListenPort)
-			}
-			opts, err := namesrvAccess(na, nc, listen, tc, lk.serverConfig(na.AuthenticationEnabled), logger)
-			if err != nil {
-				return err
-			}
-			ns, err := namesrv.New(nc, logger, opts...)
-			if err != nil {
-				return err
-			}
-			addr, err := serveNamesrv(ns, listen, tc, logger)
-			if err != nil {
-				ns.Shutdown()
-				return err
-			}
-			logger.Info("name server serving", "addr", addr.String())
 			fmt.Println("ready")
 			<-stop
-			return ns.Shutdown()
+			return run.shutdown()
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address (default 0.0.0.0:listenPort, 9876)")

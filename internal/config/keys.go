@@ -86,8 +86,11 @@ var refusals = map[string]refusalRule{
 	"aclEnable":             {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
 	"authenticationEnabled": {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
 	"authorizationEnabled":  {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
-	"enableControllerInNamesrv": {refuse: whenTrue(
-		"a controller inside the name server is not built; run a standalone controller (spool controller -c controller.conf) and point controllerAddr at its listenPort")},
+	// The name server declares enableControllerInNamesrv and runs the
+	// controller on its port; elsewhere (spool controller, the broker)
+	// the key would be ignored.
+	"enableControllerInNamesrv": {onlyUnbuilt: true, refuse: whenTrue(
+		"the controller runs inside a name server only (spool namesrv -c namesrv.conf, on the name server's port); spool controller is the standalone controller and does not read this key")},
 	"rejectTransactionMessage": {onlyUnbuilt: true, refuse: whenTrue(
 		"rejecting transaction messages is not built; they would be accepted")},
 	"brokerPermission": {onlyUnbuilt: true, refuse: func(v string) string {

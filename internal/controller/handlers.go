@@ -29,9 +29,27 @@ var Codes = []int32{
 // executor of their own, so that they never queue behind requests that
 // wait for a commit. config is the GET_CONTROLLER_CONFIG answer's body.
 func (c *Controller) Register(srv *transport.Server, config []byte) {
+	c.RegisterBeside(srv, config, nil)
+}
+
+// RegisterBeside registers the controller's handlers on a server that
+// serves another component too (the name server, with
+// enableControllerInNamesrv=true). host answers that component's
+// requests: a BROKER_HEARTBEAT goes to host first, and then, when it
+// carries brokerId (the controller-mode heartbeat; the name server's
+// carries cluster, address and name only), to the controller, whose
+// answer is returned. With host nil it is Register.
+func (c *Controller) RegisterBeside(srv *transport.Server, config []byte, host transport.Handler) {
 	hb := srv.NewExecutor(transport.ExecutorConfig{Name: "controllerHeartbeat", Workers: 2, QueueCapacity: 10000})
 	req := srv.NewExecutor(transport.ExecutorConfig{Name: "controllerRequest", Workers: 4, QueueCapacity: 50000})
-	srv.Register(remoting.BrokerHeartbeat, func(_ *transport.Conn, r *remoting.Command) *remoting.Command {
+	srv.Register(remoting.BrokerHeartbeat, func(conn *transport.Conn, r *remoting.Command) *remoting.Command {
+		if host == nil {
+			return c.Handle(r)
+		}
+		own := host(conn, r)
+		if _, ok := r.ExtFields["brokerId"]; !ok {
+			return own
+		}
 		return c.Handle(r)
 	}, hb)
 	for _, code := range Codes[1:] {

@@ -40,6 +40,11 @@ type Config struct {
 	// ConfigBlackList names, ';'-separated, the keys UPDATE_NAMESRV_CONFIG
 	// refuses with NO_PERMISSION.
 	ConfigBlackList string `prop:"configBlackList"`
+	// EnableControllerInNamesrv runs the controller (RocketMQ's controller
+	// mode) inside the name-server process, on its port; the controller
+	// keys (controllerDLegerGroup, controllerDLegerPeers, ...) come from
+	// the same file. The process that builds the server acts on it.
+	EnableControllerInNamesrv bool `prop:"enableControllerInNamesrv"`
 }
 
 // DefaultConfigBlackList is RocketMQ 5.3's configBlackList.

@@ -60,6 +60,9 @@ type Server struct {
 	// extra are handlers served beside the name server's own
 	// (WithHandlers), e.g. user and ACL management.
 	extra map[int32]transport.Handler
+	// beside registers another component's handlers on the transport
+	// server once it is built (WithBeside).
+	beside func(ts *transport.Server, own transport.Handler)
 }
 
 // Option adjusts a Server at construction.
@@ -85,6 +88,17 @@ func WithServerConfig(cfg transport.ServerConfig) Option {
 // the name server serves itself keeps its own handler.
 func WithHandlers(hs map[int32]transport.Handler) Option {
 	return func(s *Server) { s.extra = hs }
+}
+
+// WithBeside serves another component on the name server's port: reg is
+// called once the transport server is built, after the name server's own
+// routes, with the server and the name server's own handler (which
+// answers every code the name server serves). A code reg registers
+// replaces the name server's route; reg may call own for the codes both
+// serve. The controller of enableControllerInNamesrv=true is served so
+// (BROKER_HEARTBEAT is both the name server's and the controller's).
+func WithBeside(reg func(ts *transport.Server, own transport.Handler)) Option {
+	return func(s *Server) { s.beside = reg }
 }
 
 // New builds a name server: it loads the KV-config file (a missing file is
@@ -227,6 +241,9 @@ func (s *Server) transportServer() (*transport.Server, error) {
 		}
 		ts.RegisterDefault(s.dispatch)
 		ts.OnConnClose(s.onConnClose)
+		if s.beside != nil {
+			s.beside(ts, s.dispatch)
+		}
 		s.ts = ts
 	}
 	ts := s.ts

@@ -551,7 +551,7 @@ func TestConfigBindsFromProperties(t *testing.T) {
 	if !reflect.DeepEqual(rep.Unbuilt, []string{"clusterTest"}) {
 		t.Fatalf("unbuilt %v", rep.Unbuilt)
 	}
-	if d := config.Dump(&cfg); d["scanNotActiveBrokerInterval"] != "3000" || d["returnOrderTopicConfigToBroker"] != "true" || len(d) != 10 {
+	if d := config.Dump(&cfg); d["scanNotActiveBrokerInterval"] != "3000" || d["returnOrderTopicConfigToBroker"] != "true" || d["enableControllerInNamesrv"] != "false" || len(d) != 11 {
 		t.Fatalf("dump %v", d)
 	}
 }
