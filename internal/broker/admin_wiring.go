@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/processor"
+	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/systopic"
 )
 
@@ -64,5 +65,22 @@ func adminDeps(b *Broker) processor.AdminDeps {
 			}
 			return out
 		},
+		Epochs:       b.epochTable,
+		BrokerID:     b.registeredBrokerID,
+		MaxPhyOffset: func() int64 { return b.store.MaxPhyOffset() },
 	}
+}
+
+// epochTable is the store's epoch file in controller mode; nil outside
+// it (GET_BROKER_EPOCH_CACHE is refused there) or before the store
+// started.
+func (b *Broker) epochTable() processor.EpochTable {
+	if !b.config().EnableControllerMode {
+		return nil
+	}
+	st, ok := b.store.(*store.DefaultMessageStore)
+	if !ok || st.Epochs() == nil {
+		return nil
+	}
+	return st.Epochs()
 }

@@ -70,6 +70,15 @@ type AdminDeps struct {
 	// (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY,
 	// GET_CONSUMER_STATUS_FROM_CLIENT); 0 is RocketMQ's 10 s.
 	RelayTimeout time.Duration
+	// Epochs is controller mode's epoch table (the store's epoch file,
+	// epochFileCheckpoint); nil, or returning nil, outside controller
+	// mode, where GET_BROKER_EPOCH_CACHE is refused as RocketMQ does.
+	Epochs func() EpochTable
+	// BrokerID is the broker id the broker registers with (controller
+	// mode: 0 as master, its controller-assigned id as slave).
+	BrokerID func() int64
+	// MaxPhyOffset is the end of the CommitLog.
+	MaxPhyOffset func() int64
 }
 
 // Admin holds the handlers of the operations requests; each Handle method
