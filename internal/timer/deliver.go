@@ -47,6 +47,13 @@ func (s *Service) runDelivery() {
 				s.c.corrupt.Add(1)
 				s.logger.Error("timer: slot list cut short", "second", c.sec, "err", err)
 			}
+			s.mu.Lock()
+			ents, cut := s.w.uncut(ents)
+			s.mu.Unlock()
+			if cut > 0 {
+				s.pending.Add(-int64(cut))
+				s.c.truncated.Add(int64(cut))
+			}
 			s.learnCancels(ents, c.sec)
 			s.mu.Lock()
 			s.countSkipped(s.w.walked(ents))

@@ -5,7 +5,10 @@
 // few MB of heap (the slot array) and 32 bytes each on disk.
 //
 // The package owns Topic (rmq_sys_wheel_timer), the wheel file
-// storePathRootDir/timerwheel and the timer log storePathRootDir/timerlog/.
+// storePathRootDir/timerwheel, the timer log storePathRootDir/timerlog/
+// and the CommitLog truncations it remembers, storePathRootDir/timercut
+// (truncate.go: after a role change cuts the log, Service.TruncateTo
+// drops the timers of cut records).
 // It must never deliver a message before its due time (slots are one
 // second wide, but every timer is delivered only once the clock has
 // reached its exact millisecond), never acknowledge a timer before the

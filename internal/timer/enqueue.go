@@ -59,7 +59,7 @@ func (s *Service) runEnqueue() {
 		default:
 		}
 		s.mu.Lock()
-		off := s.w.enqOffset
+		off, gen := s.w.enqOffset, s.w.gen
 		s.mu.Unlock()
 		r := s.st.GetMessage(enqueueGroup, Topic, 0, off, enqueueBatch, 1<<20, nil)
 		if r.Status != store.Found {
@@ -68,7 +68,7 @@ func (s *Service) runEnqueue() {
 			// Only ever move forward: going back would link timers twice.
 			if next > off && (r.Status == store.OffsetTooSmall || r.Status == store.OffsetFoundNull) {
 				s.mu.Lock()
-				if s.w.enqOffset == off {
+				if s.w.enqOffset == off && s.w.gen == gen {
 					s.w.enqOffset = next
 				}
 				s.mu.Unlock()
@@ -116,6 +116,12 @@ func (s *Service) runEnqueue() {
 		}
 		r.Release()
 		s.mu.Lock()
+		if s.w.gen != gen {
+			// A CommitLog truncation came between the read and the link:
+			// the batch may hold cut records; read again from the new end.
+			s.mu.Unlock()
+			continue
+		}
 		s.pending.Add(int64(len(batch)))
 		err := s.linkLocked(batch)
 		if err != nil {

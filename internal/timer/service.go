@@ -107,7 +107,7 @@ type Service struct {
 
 type counters struct {
 	scheduled, delivered, rejectedIllegal, rejectedFlow, lost, dropped, retries,
-	rolled, skipped, malformed, corrupt, checkpoints, cancelled, markers atomic.Int64
+	rolled, skipped, malformed, corrupt, checkpoints, cancelled, markers, truncated atomic.Int64
 }
 
 // New checks the configuration. Start opens the files and recovers.
@@ -212,6 +212,7 @@ func (s *Service) recoverFiles() error {
 	if err != nil {
 		return err
 	}
+	fresh := img == nil
 	if img == nil {
 		n := int64(s.cfg.WheelSlots)
 		if n == 0 {
@@ -251,6 +252,9 @@ func (s *Service) recoverFiles() error {
 	if r := s.st.GetMessage(enqueueGroup, Topic, 0, img.enqOffset, 1, 1, nil); r != nil {
 		w.replayTo = r.MaxOffset
 		r.Release()
+	}
+	if err := s.recoverCuts(w, img, fresh); err != nil {
+		return err
 	}
 	s.log.end.Store(img.logEnd)
 	// Files past the checkpoint's end, and files the checkpoint no longer

@@ -22,6 +22,9 @@ type Stats struct {
 	Lost int64
 	// Dropped counts timers the store refused for good (MESSAGE_ILLEGAL).
 	Dropped int64
+	// Truncated counts timers dropped because a CommitLog truncation (a
+	// role change) removed their record.
+	Truncated int64
 	// Retries counts deliveries tried again after a retryable failure.
 	Retries int64
 	// Rolled counts timers re-linked for a later round of the wheel.
@@ -60,7 +63,7 @@ func (s *Service) Stats() Stats {
 	out := Stats{
 		Pending: s.pending.Load(), Scheduled: s.c.scheduled.Load(), Delivered: s.c.delivered.Load(),
 		RejectedIllegal: s.c.rejectedIllegal.Load(), RejectedFlowControl: s.c.rejectedFlow.Load(),
-		Lost: s.c.lost.Load(), Dropped: s.c.dropped.Load(), Retries: s.c.retries.Load(), Rolled: s.c.rolled.Load(),
+		Lost: s.c.lost.Load(), Dropped: s.c.dropped.Load(), Truncated: s.c.truncated.Load(), Retries: s.c.retries.Load(), Rolled: s.c.rolled.Load(),
 		SkippedDelivered: s.c.skipped.Load(), Cancelled: s.c.cancelled.Load(), DeleteMarkers: s.c.markers.Load(), Malformed: s.c.malformed.Load(), Corrupt: s.c.corrupt.Load(),
 		Lateness: s.lateness.Snapshot(), Recovering: s.recovering.Load(),
 		Checkpoints: s.c.checkpoints.Load(), LastCheckpointMs: s.ckLast.Load(),

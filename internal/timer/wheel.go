@@ -38,6 +38,11 @@ type wheel struct {
 	cur       *loadedSlot
 	skip      map[int64]int64 // delivered after the checkpoint: timer record offset -> due
 	skipUntil int64           // last second the previous run can have been delivering
+	// cuts are the CommitLog truncations whose timers are dropped when
+	// walked (truncate.go); gen counts them, so that a consume-queue
+	// batch read before one is not linked after it.
+	cuts []logCut
+	gen  uint64
 }
 
 // slotEntry is a timer of the slot being delivered.
