@@ -422,6 +422,7 @@ func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
 func (b *Broker) onTruncate(offset int64) {
 	n := b.offsets.ClampTo(b.store.MaxOffsetInQueue)
 	delay := b.schedule.ClampTo(func(q int32) int64 { return b.store.MaxOffsetInQueue(topicSchedule, q) })
+	b.truncateDerived(offset)
 	b.logger.Warn("broker: offsets lowered to the queues' ends after a CommitLog truncation",
 		"offset", offset, "consumerOffsets", n, "delayOffsets", delay)
 }

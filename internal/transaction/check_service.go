@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,6 +104,9 @@ type CheckService struct {
 	done    chan struct{}
 	started bool
 
+	// saveMu serializes the snapshot and floor writes (the service's
+	// goroutine, Stop, TruncateTo).
+	saveMu       sync.Mutex
 	savedVersion uint64 // index version of the last snapshot written
 	saved        bool
 	// savedHalfFrom and savedOpFrom are the last snapshot's start offsets.
@@ -193,6 +197,12 @@ func (s *CheckService) run() {
 // would start from changed since the last one (on this service's
 // goroutine, or at stop after it ended).
 func (s *CheckService) saveIndex() {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.saveIndexLocked()
+}
+
+func (s *CheckService) saveIndexLocked() {
 	opEnd := s.d.Store.MaxOffsetInQueue(s.d.OpTopic, 0)
 	if s.saved && !s.idx.ChangedSince(s.savedVersion) {
 		if half, op := s.idx.Starts(opEnd); half == s.savedHalfFrom && op == s.savedOpFrom {
@@ -217,6 +227,12 @@ func (s *CheckService) saveIndex() {
 // persistFloors records in the consumer offset table where a rebuild
 // must start reading the half and op queues.
 func (s *CheckService) persistFloors() {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.persistFloorsLocked()
+}
+
+func (s *CheckService) persistFloorsLocked() {
 	if s.idx.IsRebuilding() {
 		return
 	}
