@@ -148,15 +148,17 @@ func startNamesrv(props map[string]string, listen string, tc *tlsconf.Config, lo
 	if listen == "" {
 		listen = fmt.Sprintf("0.0.0.0:%d", nc.ListenPort)
 	}
-	opts, err := namesrvAccess(na, nc, listen, tc, lk.serverConfig(na.AuthenticationEnabled), logger)
+	opts, svc, err := namesrvAccessService(na, nc, listen, tc, lk.serverConfig(na.AuthenticationEnabled), logger)
 	if err != nil {
 		return nil, err
 	}
 	r := &namesrvRun{}
 	if nc.EnableControllerInNamesrv {
-		// The controller's pushes are not signed here: a name server's
-		// access control has no inner credentials of its own.
-		if r.ctl, err = openController(cc, tc, nil, logger.With("component", "controller")); err != nil {
+		// The controller answers on the name server's port.
+		cc.ListenPort = nc.ListenPort
+		// The controller's pushes are signed with the name server's inner
+		// credentials when access control is on.
+		if r.ctl, err = openController(cc, tc, svc, logger.With("component", "controller")); err != nil {
 			return nil, fmt.Errorf("enableControllerInNamesrv: %w", err)
 		}
 		body := r.ctl.configBody()

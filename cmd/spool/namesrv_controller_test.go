@@ -135,7 +135,7 @@ func TestNamesrvControllerSinglePeer(t *testing.T) {
 		t.Fatalf("replica info %v", ri.ExtFields)
 	}
 	cfg := c.must(addr, remoting.GetControllerConfig, nil, remoting.Success)
-	if !strings.Contains(string(cfg.Body), "controllerDLegerSelfId") {
+	if !strings.Contains(string(cfg.Body), "controllerDLegerSelfId") || !strings.Contains(string(cfg.Body), "listenPort=9876\n") {
 		t.Fatalf("controller config %s", cfg.Body)
 	}
 

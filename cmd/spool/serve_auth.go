@@ -64,21 +64,29 @@ func plaintextRefusal(listen string, tc *tlsconf.Config, allow bool) error {
 // user and ACL management codes, and lim's connection limits. With
 // authentication and authorization off only the limits are returned.
 func namesrvAccess(a namesrvAuth, nc namesrv.Config, listen string, tc *tlsconf.Config, lim transport.ServerConfig, logger *slog.Logger) ([]namesrv.Option, error) {
+	opts, _, err := namesrvAccessService(a, nc, listen, tc, lim, logger)
+	return opts, err
+}
+
+// namesrvAccessService is namesrvAccess that also returns the access
+// control service (nil when off), whose inner credentials sign what the
+// process sends.
+func namesrvAccessService(a namesrvAuth, nc namesrv.Config, listen string, tc *tlsconf.Config, lim transport.ServerConfig, logger *slog.Logger) ([]namesrv.Option, *authserve.Service, error) {
 	if !a.on() {
-		return []namesrv.Option{namesrv.WithServerConfig(lim)}, nil
+		return []namesrv.Option{namesrv.WithServerConfig(lim)}, nil, nil
 	}
 	if err := plaintextRefusal(listen, tc, a.AuthAllowPlaintext); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if a.AuthConfigPath == "" && nc.KVConfigPath == "" {
-		return nil, fmt.Errorf("name server: access control needs authConfigPath (or kvConfigPath) for its users")
+		return nil, nil, fmt.Errorf("name server: access control needs authConfigPath (or kvConfigPath) for its users")
 	}
 	svc, err := a.open(filepath.Join(filepath.Dir(nc.KVConfigPath), "auth"), logger)
 	if err != nil {
-		return nil, fmt.Errorf("name server: %w", err)
+		return nil, nil, fmt.Errorf("name server: %w", err)
 	}
 	lim.Authorize = svc.Hook()
-	return []namesrv.Option{namesrv.WithServerConfig(lim), namesrv.WithHandlers(svc.Handlers())}, nil
+	return []namesrv.Option{namesrv.WithServerConfig(lim), namesrv.WithHandlers(svc.Handlers())}, svc, nil
 }
 
 // open opens the access control the keys ask for, with its users and
