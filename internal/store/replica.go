@@ -20,12 +20,14 @@ var ErrReplicaOffset = errors.New("store: replicated bytes do not start at the C
 //
 // On a slave the bytes are written at exactly the log's end, into the
 // same files the master has (a transfer never crosses a file; the file
-// after a full one is taken from the allocator). The readable end (what
-// the dispatcher, the flusher and readers see) advances only to the end
-// of the last complete record, so a record cut by a transfer is waited
-// for rather than dispatched, flushed as the end of the log or refused by
-// recovery: after a crash the slave restarts at its last valid record and
-// its master resends from there. Local puts must not run on a slave (the
+// after a full one is taken from the allocator, or while it is still
+// being created the bytes go into the write spill, as a put's do, and
+// AckOffset stops at the spill). The readable end (what the dispatcher,
+// the flusher and readers see) advances only to the end of the last
+// complete record, so a record cut by a transfer is waited for rather
+// than dispatched, flushed as the end of the log or refused by recovery:
+// after a crash the slave restarts at its last valid record and its
+// master resends from there. Local puts must not run on a slave (the
 // broker refuses them); the transient pool is not supported on a slave.
 type ReplicaLog struct {
 	st *DefaultMessageStore
