@@ -304,10 +304,6 @@ func (a *allocator) adopt(sp, mf *MappedFile) error {
 		return err
 	}
 	a.succeeded()
-	// The next roll may find no file ready either (the creation of the
-	// next one is only starting): give it a spill buffer now rather than
-	// after that creation.
-	a.refillSpill()
 	return nil
 }
 
@@ -345,7 +341,7 @@ func (a *allocator) adoptNow(sp *MappedFile) error {
 	if err := a.adopt(sp, mf); err != nil {
 		return err
 	}
-	a.kick() // files ahead
+	a.kick() // a new spill buffer, files ahead
 	return nil
 }
 
