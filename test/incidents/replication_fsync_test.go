@@ -180,14 +180,15 @@ type replFigures struct{ lagBase, lagSlow, sendRatio float64 }
 
 func slowFsyncReplication(t *testing.T) replFigures {
 	const topic, queues = "FsyncReplTopic", 8
-	// 16 MiB CommitLog files: under 2 s syncs the allocator makes one in
-	// about 4 s (a file sync and a directory sync), about as long as the
-	// timed load (4 MB/s) takes to fill one, so a roll may find none
-	// ready. The slave's appends then go into its write spill, as the
-	// master's puts do, instead of waiting for the creation
-	// (PutWaitedOnCreate, checked below).
+	// 64 MiB CommitLog files: under 2 s syncs the allocator makes one in
+	// about 4 s (a file sync and a directory sync), well ahead of this
+	// load. With 16 MiB files (about 4 s of the timed load) a roll may
+	// find none ready: the slave's appends then go into its write spill,
+	// but the master's next roll after a spill waits for the creation
+	// (its next spill buffer comes only after that), which
+	// PutWaitedOnCreate, checked below, counts.
 	storeCfg := func(c *store.Config) {
-		c.MappedFileSizeCommitLog = 16 << 20
+		c.MappedFileSizeCommitLog = 64 << 20
 		c.FlushDiskType = store.AsyncFlush
 	}
 	haCfg := func(bc *broker.Config) {
