@@ -7,6 +7,11 @@ type Log interface {
 	// readable records, on a slave the end of the bytes appended so far
 	// (which may end inside a record).
 	MaxOffset() int64
+	// AckOffset is what a slave reports to its master as acknowledged:
+	// the end of the appended bytes that survive a process crash (not
+	// those still only in memory, waiting for their CommitLog file). At
+	// most MaxOffset; it never moves backwards.
+	AckOffset() int64
 	// MinOffset is the first offset still kept.
 	MinOffset() int64
 	// ReadAt copies committed CommitLog bytes starting at offset into dst

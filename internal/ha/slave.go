@@ -231,6 +231,10 @@ func (s *Slave) run() {
 	}
 }
 
+// ackPollInterval is how often a slave looks whether bytes it holds but
+// may not acknowledge yet (Log.AckOffset) have become acknowledgeable.
+const ackPollInterval = 10 * time.Millisecond
+
 // session replicates over one connection until it fails.
 func (s *Slave) session(conn net.Conn) error {
 	log := s.cfg.Log
@@ -238,29 +242,70 @@ func (s *Slave) session(conn net.Conn) error {
 	var rb [ReportSize]byte
 	lastRead := s.cfg.Clock.Now()
 	var lrMu sync.Mutex
+	reported := int64(-1)          // guarded by wmu
+	held := make(chan struct{}, 1) // a report left bytes unacknowledged
 	report := func() error {
 		wmu.Lock()
 		defer wmu.Unlock()
-		PutReport(rb[:], log.MaxOffset())
+		off := log.AckOffset()
+		PutReport(rb[:], off)
 		_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
 		_, err := conn.Write(rb[:])
+		reported = max(reported, off)
+		if off < log.MaxOffset() {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+		}
 		return err
+	}
+	// The first report is where the master starts sending, so it must be
+	// the log's end; it also acknowledges, so it waits until all of the
+	// log may be acknowledged.
+	for log.AckOffset() < log.MaxOffset() {
+		select {
+		case <-s.quit:
+			return net.ErrClosed
+		case <-s.cfg.Clock.After(ackPollInterval):
+		}
 	}
 	if err := report(); err != nil {
 		return err
 	}
-	// Heartbeats and housekeeping on the clock.
+	// Heartbeats and housekeeping on the clock; while bytes are held back
+	// from the acknowledgement, an early report once they may be.
 	hbDone := make(chan struct{})
 	var hbWG sync.WaitGroup
 	hbWG.Add(1)
 	go func() {
 		defer hbWG.Done()
+		lastBeat := s.cfg.Clock.Now()
 		for {
+			wait := s.cfg.SendHeartbeatInterval
+			if log.AckOffset() < log.MaxOffset() {
+				wait = min(wait, ackPollInterval)
+			}
 			select {
 			case <-hbDone:
 				return
-			case <-s.cfg.Clock.After(s.cfg.SendHeartbeatInterval):
+			case <-held:
+				continue // look again every ackPollInterval
+			case <-s.cfg.Clock.After(wait):
 			}
+			if s.cfg.Clock.Since(lastBeat) < s.cfg.SendHeartbeatInterval {
+				wmu.Lock()
+				newer := log.AckOffset() > reported
+				wmu.Unlock()
+				if newer {
+					if err := report(); err != nil {
+						conn.Close()
+						return
+					}
+				}
+				continue
+			}
+			lastBeat = s.cfg.Clock.Now()
 			lrMu.Lock()
 			silent := s.cfg.Clock.Since(lastRead)
 			lrMu.Unlock()

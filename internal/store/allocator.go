@@ -233,16 +233,9 @@ func (a *allocator) fill() {
 		// (the writer looked before it was there): adopt it.
 		if sp := a.c.spilling.Load(); sp != nil {
 			if mf := a.take(sp.from); mf != nil {
-				if err := a.c.adoptSpill(sp, mf); err != nil {
-					if isNoSpace(err) {
-						a.pushReady(mf)
-						a.failed(sp.from, fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
-						return
-					}
-					a.c.st.setReadOnly(fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
+				if a.adopt(sp, mf) != nil {
 					return
 				}
-				a.succeeded()
 				continue
 			}
 		}
@@ -269,18 +262,13 @@ func (a *allocator) fill() {
 		a.c.st.stats.fileCreate.Record(time.Duration(a.c.monoNs() - start))
 		a.c.st.stats.filesCreated.Add(1)
 		if sp := a.c.spilling.Load(); sp != nil && sp.from == from {
-			if err := a.c.adoptSpill(sp, mf); err != nil {
+			if err := a.adopt(sp, mf); err != nil {
 				a.createMu.Unlock()
-				if isNoSpace(err) {
-					a.pushReady(mf)
-					a.failed(from, fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
-					return
+				if !isNoSpace(err) {
+					mf.destroy(true, 0, 0)
 				}
-				a.c.st.setReadOnly(fmt.Errorf("copying the write spill into %s: %w", mf.path, err))
-				mf.destroy(true, 0, 0)
 				return
 			}
-			a.succeeded()
 			a.mu.Lock()
 			a.nextFrom = from + size
 			a.mu.Unlock()
@@ -301,12 +289,73 @@ func (a *allocator) fill() {
 	}
 }
 
+// adopt copies the spill sp into mf, the file created for it. When that
+// finds no space, mf is kept for the next attempt (the allocator retries
+// with a back-off); any other error makes the store read-only.
+func (a *allocator) adopt(sp, mf *MappedFile) error {
+	if err := a.c.adoptSpill(sp, mf); err != nil {
+		err = fmt.Errorf("copying the write spill into %s: %w", mf.path, err)
+		if isNoSpace(err) {
+			a.pushReady(mf)
+			a.failed(sp.from, err)
+			return err
+		}
+		a.c.st.setReadOnly(err)
+		return err
+	}
+	a.succeeded()
+	return nil
+}
+
+// spillOrWait is a roll's next file at from when none was ready: a new
+// write spill that the allocator copies into the file once it exists, or,
+// with writeSpillSize=0 or before the last spill's buffer is replaced, the
+// file itself after waiting for its creation (counted). The caller holds
+// the put lock and no spill is in use.
+func (a *allocator) spillOrWait(from int64) (*MappedFile, error) {
+	if buf := a.c.spareSpill.Swap(nil); buf != nil {
+		a.c.st.stats.spills.Add(1)
+		sp := newSpillFile(a.c.mfq.dir, from, a.c.cfg.MappedFileSizeCommitLog, *buf)
+		a.c.spilling.Store(sp)
+		return sp, nil
+	}
+	a.c.st.stats.putWaitedOnCreate.Add(1)
+	return a.takeOrCreate(from)
+}
+
+// adoptNow gives the spill sp its file at once, waiting for a creation in
+// progress or creating the file itself: a slave's append that does not
+// fit the spill (a slave cannot answer busy as a put does). The caller
+// holds no put lock and counts the wait.
+func (a *allocator) adoptNow(sp *MappedFile) error {
+	a.createMu.Lock()
+	defer a.createMu.Unlock()
+	if a.c.spilling.Load() != sp {
+		return nil // adopted meanwhile
+	}
+	mf, err := a.takeOrCreateLocked(sp.from)
+	if err != nil {
+		a.failed(sp.from, err)
+		return err
+	}
+	if err := a.adopt(sp, mf); err != nil {
+		return err
+	}
+	a.kick() // a new spill buffer, files ahead
+	return nil
+}
+
 // takeOrCreate is the writer's fallback when no file was ready at a roll:
 // it waits for a creation in progress or creates the file itself. Both
 // block the put lock, which is why they are counted.
 func (a *allocator) takeOrCreate(from int64) (*MappedFile, error) {
 	a.createMu.Lock()
 	defer a.createMu.Unlock()
+	return a.takeOrCreateLocked(from)
+}
+
+// takeOrCreateLocked is takeOrCreate with createMu held.
+func (a *allocator) takeOrCreateLocked(from int64) (*MappedFile, error) {
 	if mf := a.take(from); mf != nil {
 		return mf, nil
 	}

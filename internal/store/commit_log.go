@@ -472,18 +472,9 @@ func (c *CommitLog) rollLocked() (*MappedFile, *pendingWrite, int64, error) {
 		// No file is ready. The writer does not wait for the allocator:
 		// it continues into a bounded in-memory spill that the allocator
 		// copies into the file once it exists (counted).
-		if buf := c.spareSpill.Swap(nil); buf != nil {
-			c.st.stats.spills.Add(1)
-			next = newSpillFile(c.mfq.dir, nextFrom, c.cfg.MappedFileSizeCommitLog, *buf)
-			c.spilling.Store(next)
-		} else {
-			// writeSpillSize=0, or the last spill's buffer is not replaced
-			// yet: wait for the creation (counted).
-			c.st.stats.putWaitedOnCreate.Add(1)
-			var err error
-			if next, err = c.alloc.takeOrCreate(nextFrom); err != nil {
-				return nil, blank, blankPos, err
-			}
+		var err error
+		if next, err = c.alloc.spillOrWait(nextFrom); err != nil {
+			return nil, blank, blankPos, err
 		}
 	}
 	if c.pool != nil && next.spill == nil {

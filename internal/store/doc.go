@@ -180,9 +180,13 @@
 // out when the spill is adopted. At shutdown with the spill still in
 // memory they are answered SERVICE_NOT_AVAILABLE. Counted: Spills,
 // SpillWrites, SpillFull, SpillHeld, AllocFailures, NoSpaceRefusals,
-// PutWaitedOnCreate (always 0 unless writeSpillSize=0; a slave, which
-// appends replicated bytes without a spill, counts its appends that
-// waited for a creation there too).
+// PutWaitedOnCreate (always 0 unless writeSpillSize=0 or a spill filled).
+// A slave's replicated append rolls the same way: into the spill when no
+// file is ready, except that bytes which do not fit the spill wait for
+// its file (counted in PutWaitedOnCreate) where a put would be answered
+// busy; what the slave acknowledges (ReplicaLog.AckOffset) stops at the
+// spill until it is in its file, as a put in the spill is answered only
+// then.
 //
 // # A full disk
 //

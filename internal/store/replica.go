@@ -20,12 +20,14 @@ var ErrReplicaOffset = errors.New("store: replicated bytes do not start at the C
 //
 // On a slave the bytes are written at exactly the log's end, into the
 // same files the master has (a transfer never crosses a file; the file
-// after a full one is taken from the allocator). The readable end (what
-// the dispatcher, the flusher and readers see) advances only to the end
-// of the last complete record, so a record cut by a transfer is waited
-// for rather than dispatched, flushed as the end of the log or refused by
-// recovery: after a crash the slave restarts at its last valid record and
-// its master resends from there. Local puts must not run on a slave (the
+// after a full one is taken from the allocator, or while it is still
+// being created the bytes go into the write spill, as a put's do, and
+// AckOffset stops at the spill). The readable end (what the dispatcher,
+// the flusher and readers see) advances only to the end of the last
+// complete record, so a record cut by a transfer is waited for rather
+// than dispatched, flushed as the end of the log or refused by recovery:
+// after a crash the slave restarts at its last valid record and its
+// master resends from there. Local puts must not run on a slave (the
 // broker refuses them); the transient pool is not supported on a slave.
 type ReplicaLog struct {
 	st *DefaultMessageStore
@@ -123,32 +125,67 @@ func (r *ReplicaLog) AppendReplicated(offset int64, b []byte) error {
 	if p := st.readOnly.Load(); p != nil {
 		return fmt.Errorf("store: read-only: %s", *p)
 	}
-	mf, err := r.fileAt(end)
-	if err != nil {
-		return err
+	if sp := c.spilling.Load(); sp != nil && end+int64(len(b)) > sp.from+int64(len(sp.spill)) {
+		// The bytes do not fit the write spill (it is full, or its file
+		// is full and the next one begins): unlike a put, which is
+		// answered busy, they wait for the spill's file (counted).
+		st.stats.putWaitedOnCreate.Add(1)
+		if err := c.alloc.adoptNow(sp); err != nil {
+			return fmt.Errorf("store: create the CommitLog file at %d for the write spill: %w", sp.from, err)
+		}
 	}
-	pos := end - mf.from
-	if pos+int64(len(b)) > mf.size {
-		return fmt.Errorf("store: replicated bytes [%d, %d) cross the end of %s", offset, offset+int64(len(b)), mf.path)
-	}
-	recAt, err := r.scan(mf, b)
-	if err != nil {
-		return err
-	}
-	if err := mf.writeAt(b, pos); err != nil {
-		return fmt.Errorf("store: write replicated bytes into %s at %d: %w", mf.path, pos, err)
+	var mf *MappedFile
+	var recAt int64
+	for {
+		var err error
+		if mf, err = r.fileAt(end); err != nil {
+			return err
+		}
+		pos := end - mf.from
+		if pos+int64(len(b)) > mf.size {
+			return fmt.Errorf("store: replicated bytes [%d, %d) cross the end of %s", offset, offset+int64(len(b)), mf.path)
+		}
+		if recAt, err = r.scan(mf, b); err != nil {
+			return err
+		}
+		if mf.spill == nil {
+			if err := mf.writeAt(b, pos); err != nil {
+				return fmt.Errorf("store: write replicated bytes into %s at %d: %w", mf.path, pos, err)
+			}
+		}
+		c.lock.Lock()
+		if mf.spill != nil {
+			if c.cur != mf {
+				// The spill was copied into its file meanwhile: write there.
+				c.lock.Unlock()
+				continue
+			}
+			// Under the put lock, as a put's: the allocator copies the
+			// spill's last bytes into the file under it.
+			copy(mf.spill[pos:], b)
+			st.stats.spillWrites.Add(1)
+		}
+		mf.wrote.Store(pos + int64(len(b)))
+		if (pos+int64(len(b)))>>prefaultShift != pos>>prefaultShift {
+			c.alloc.kickPrefault()
+		}
+		if !c.halfKicked && pos+int64(len(b)) >= mf.size/2 {
+			c.halfKicked = true
+			c.alloc.kick()
+		}
+		if mf.spill != nil && recAt > r.recAt {
+			// Readable from the spill; advanced under the put lock so the
+			// adoption carries the position into the file.
+			c.pubMu.Lock()
+			if len(c.pending) == 0 {
+				c.advance(mf, recAt-mf.from)
+			}
+			c.pubMu.Unlock()
+		}
+		c.lock.Unlock()
+		break
 	}
 	newEnd := end + int64(len(b))
-	c.lock.Lock()
-	mf.wrote.Store(pos + int64(len(b)))
-	if (pos+int64(len(b)))>>prefaultShift != pos>>prefaultShift {
-		c.alloc.kickPrefault()
-	}
-	if !c.halfKicked && pos+int64(len(b)) >= mf.size/2 {
-		c.halfKicked = true
-		c.alloc.kick()
-	}
-	c.lock.Unlock()
 	r.end.Store(newEnd)
 	// Keep the bytes of the incomplete record for the next scan.
 	if recAt >= newEnd {
@@ -160,14 +197,29 @@ func (r *ReplicaLog) AppendReplicated(offset int64, b []byte) error {
 	}
 	if recAt > r.recAt {
 		r.recAt = recAt
-		c.pubMu.Lock()
-		if len(c.pending) == 0 {
-			c.advance(mf, recAt-mf.from)
+		if mf.spill == nil {
+			c.pubMu.Lock()
+			if len(c.pending) == 0 {
+				c.advance(mf, recAt-mf.from)
+			}
+			c.pubMu.Unlock()
 		}
-		c.pubMu.Unlock()
 		c.kickDispatch()
 	}
 	return nil
+}
+
+// AckOffset is what a slave acknowledges to its master: the end of the
+// appended bytes that are in a CommitLog file. Bytes still only in the
+// write spill (process memory, which a kill -9 loses) count once the
+// spill is in its file, as a master's put in the spill is answered only
+// then. It never moves backwards.
+func (r *ReplicaLog) AckOffset() int64 {
+	end := r.MaxOffset() // before the spill: a spill begun after this read starts at or past end
+	if sp := r.st.commitLog.spilling.Load(); sp != nil {
+		return min(end, sp.from)
+	}
+	return end
 }
 
 // emptyLocked reports whether nothing was ever written to the log.
@@ -244,11 +296,18 @@ func (r *ReplicaLog) fileAt(end int64) (*MappedFile, error) {
 	}
 	next := c.alloc.take(nextFrom)
 	if next == nil {
-		// A slave has no write spill: the append waits for the creation,
-		// fsyncs included (counted as a put's would be).
-		r.st.stats.putWaitedOnCreate.Add(1)
+		// As a put's roll: into the write spill, or when the last
+		// creation failed (a full disk) or no spill buffer is ready, wait
+		// for the creation (counted). AppendReplicated saw to it that no
+		// spill is in use.
 		var err error
-		if next, err = c.alloc.takeOrCreate(nextFrom); err != nil {
+		if c.alloc.failing.Load() {
+			r.st.stats.putWaitedOnCreate.Add(1)
+			next, err = c.alloc.takeOrCreate(nextFrom)
+		} else {
+			next, err = c.alloc.spillOrWait(nextFrom)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("store: create the CommitLog file at %d for replicated bytes: %w", nextFrom, err)
 		}
 	}

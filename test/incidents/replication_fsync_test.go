@@ -182,8 +182,11 @@ func slowFsyncReplication(t *testing.T) replFigures {
 	const topic, queues = "FsyncReplTopic", 8
 	// 64 MiB CommitLog files: under 2 s syncs the allocator makes one in
 	// about 4 s (a file sync and a directory sync), well ahead of this
-	// load. A slave has no write spill, so an allocator that fell behind
-	// would hold its appends (PutWaitedOnCreate, checked below).
+	// load. With 16 MiB files (about 4 s of the timed load) a roll may
+	// find none ready: the slave's appends then go into its write spill,
+	// but the master's next roll after a spill waits for the creation
+	// (its next spill buffer comes only after that), which
+	// PutWaitedOnCreate, checked below, counts.
 	storeCfg := func(c *store.Config) {
 		c.MappedFileSizeCommitLog = 64 << 20
 		c.FlushDiskType = store.AsyncFlush
@@ -262,6 +265,10 @@ func slowFsyncReplication(t *testing.T) replFigures {
 	t.Logf("syncs during the fault: master %v, slave %v", mcensus.snapshot(), scensus.snapshot())
 	t.Logf("master store: flushed %d of %d when the fault ended, flush max %v, put lock hold max %v",
 		after.CommitLogFlushed, after.CommitLogMax, after.Flush.Max, after.PutLockHold.Max)
+	for name, st := range map[string]store.Stats{"master": after, "slave": slave.Store.Stats()} {
+		t.Logf("%s store: files created %d, spills %d, spill writes %d, spill full %d, waited on create %d",
+			name, st.FilesCreated, st.Spills, st.SpillWrites, st.SpillFull, st.PutWaitedOnCreate)
+	}
 	fig := replFigures{lagBase: float64(baseRepl.p99LagMillis()), lagSlow: float64(slowRepl.p99LagMillis()),
 		sendRatio: ratio(slow.OKLat.P99, base.OKLat.P99)}
 	t.Logf("SYNC_MASTER + ASYNC_FLUSH: SEND_OK p99 %dus -> %dus (x%.2f); acknowledgement lag p99 %d ms -> %d ms, max %d ms -> %d ms",
