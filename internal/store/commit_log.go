@@ -319,7 +319,8 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 
 	c.finishPost(post, postBufs, postPos)
 	if staged != nil {
-		c.writeGroups(staged)
+		c.writeGroups()
+		c.awaitGroup(staged, phy+total)
 	}
 	if c.writeNoSpace.Load() {
 		// A write at or before this put's range found no space: its

@@ -103,15 +103,17 @@
 //	                                  pre-faulted (MADV_POPULATE_WRITE) by
 //	                                  the allocator goroutine.
 //	writeWithoutMmap=true             records of up to 16 KiB are copied
-//	(Spool's default)                 under the lock into a 2 MiB staging
+//	(Spool's default)                 under the lock into a 256 KiB staging
 //	                                  ring; after the lock the first put to
 //	                                  find no writer running writes every
 //	                                  contiguous staged record with one
-//	                                  pwrite (a group), the others' answers
-//	                                  wait for the readable end as behind an
-//	                                  unfinished range; larger runs, and any
-//	                                  put that finds the ring full, pwrite
-//	                                  their own bytes after the lock. A batch
+//	                                  pwrite (a group), the others wait for
+//	                                  it (at most 50 µs, then their answers
+//	                                  are held for the readable end as
+//	                                  behind an unfinished range); larger
+//	                                  runs, and any put that finds the ring
+//	                                  full, pwrite their own bytes after the
+//	                                  lock. A batch
 //	                                  is one run, so one write. fdatasync on
 //	                                  flush (the flusher is woken after each
 //	                                  group under SYNC_FLUSH, so one sync

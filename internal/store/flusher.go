@@ -101,8 +101,6 @@ func (f *flusher) run() {
 		case <-changed: // the flush keys may have changed
 		case <-t.C:
 		}
-		// Staged records a put left to this goroutine (groupWriter).
-		f.c.writeGroups(nil)
 		if f.failed.Load() {
 			continue
 		}

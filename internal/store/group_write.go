@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -9,22 +10,19 @@ import (
 // the records placed under the put lock and not yet written to the file.
 // A put that finds no room in it writes its own record, as a large one
 // does.
-const groupBufSize = 2 << 20
-
-// groupRunsMax is how many runs a put's goroutine writes for others once
-// its own record is in the file; what is left then goes to the flusher
-// goroutine, so no put's answer waits for a stream of other puts.
-const groupRunsMax = 4
+const groupBufSize = 256 << 10
 
 // groupWriter combines the pwrites of concurrent puts (writeWithoutMmap
 // =true). Under the put lock a small record is copied into the staging
 // ring and its range joins the pending list as staged; after the lock the
 // put tries to become the writer: the first to find no writer running
 // writes every contiguous staged record placed so far with one pwrite and
-// publishes them, the others return at once and their answers wait for
-// the readable end (holdForVisible, or the flusher for SYNC_FLUSH), as a
-// put behind an unfinished range always has. No write is issued under the
-// put lock, and nothing is acknowledged before its bytes are in the file.
+// publishes them; the others wait, yielding, for their range to become
+// readable (at most groupWaitNs, then their answers are held for the
+// readable end as a put behind an unfinished range always was), so a put
+// is still answered by its own goroutine. SYNC_FLUSH puts then wait for the
+// flusher, woken once per group. No write is issued under the put lock,
+// and nothing is acknowledged before its bytes are in the file.
 //
 //	ring  ... tail |  staged, being written or waiting  | head ...
 //	               ^ written to the file                ^ next placement
@@ -41,7 +39,35 @@ type groupWriter struct {
 	run       []*pendingWrite
 }
 
-func newGroupWriter(size int) *groupWriter { return &groupWriter{buf: make([]byte, size)} }
+func newGroupWriter(size int) *groupWriter {
+	g := &groupWriter{buf: make([]byte, size)}
+	for i := 0; i < size; i += osPageSize {
+		g.buf[i] = 1 // resident before the first put copies into it
+	}
+	return g
+}
+
+// groupWaitNs bounds how long a put whose range another goroutine is
+// writing waits (yielding) to answer itself; after that its answer is
+// held for the readable end and sent by whoever publishes it.
+const groupWaitNs = 50_000
+
+// awaitGroup waits, yielding, until the put's range w is readable or
+// groupWaitNs passed, writing staged ranges itself when no one else does.
+// A put answered by its own goroutine needs no hand-off.
+func (c *CommitLog) awaitGroup(w *pendingWrite, end int64) {
+	start := c.monoNs()
+	for c.visible.Load() < end && c.monoNs()-start < groupWaitNs {
+		if c.writeFailed.Load() || c.writeNoSpace.Load() {
+			return
+		}
+		if c.group.tail.Load() < w.gTo && !c.group.leader.Load() {
+			c.writeGroups()
+			continue
+		}
+		runtime.Gosched()
+	}
+}
 
 // stageIfRoom stages b when the file is written with pwrite and b is a
 // small record run; nil otherwise (the caller writes it itself). The put
@@ -78,11 +104,9 @@ func (c *CommitLog) stageLocked(mf *MappedFile, pos int64, b []byte) *pendingWri
 }
 
 // writeGroups writes staged ranges until none is left unclaimed, unless
-// another goroutine is writing them (it sees the ranges staged before it
-// stops). mine is the caller's own range (nil from the flusher): once it
-// is written the caller writes at most groupRunsMax more runs and hands
-// the rest to the flusher goroutine.
-func (c *CommitLog) writeGroups(mine *pendingWrite) {
+// another goroutine is writing them: it sees every range staged before it
+// stops, so no staged range is left without a writer.
+func (c *CommitLog) writeGroups() {
 	g := c.group
 	if g == nil {
 		return
@@ -91,7 +115,6 @@ func (c *CommitLog) writeGroups(mine *pendingWrite) {
 		if !g.leader.CompareAndSwap(false, true) {
 			return
 		}
-		extra := 0
 		for {
 			run := c.claimRun(g.run[:0])
 			if len(run) == 0 {
@@ -100,15 +123,6 @@ func (c *CommitLog) writeGroups(mine *pendingWrite) {
 			c.writeRun(run)
 			clear(run)
 			g.run = run[:0]
-			if mine != nil && g.tail.Load() >= mine.gTo {
-				if extra++; extra > groupRunsMax {
-					g.leader.Store(false)
-					if g.unclaimed.Load() > 0 {
-						c.flusher.kick()
-					}
-					return
-				}
-			}
 		}
 		g.leader.Store(false)
 	}
