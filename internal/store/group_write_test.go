@@ -139,15 +139,22 @@ func TestCrashDuringGroupedWrites(t *testing.T) {
 				var mu sync.Mutex
 				want := map[int64]string{}
 				var acked atomic.Int64
-				var stop atomic.Bool
+				dead := make(chan struct{})
 				var wg sync.WaitGroup
 				for g := 0; g < 6; g++ {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						for i := 0; !stop.Load(); i++ {
+						for i := 0; ; i++ {
 							body := fmt.Sprintf("%d-%d-%d-%s", round, g, i, strings.Repeat("x", (i*53)%300))
-							r := putSync(t, st, testMsg("CG", 0, body, ""))
+							ch := make(chan PutResult, 1)
+							st.PutMessage(testMsg("CG", 0, body, ""), func(r PutResult) { ch <- r })
+							var r PutResult
+							select {
+							case r = <-ch:
+							case <-dead: // a killed process answers nothing more
+								return
+							}
 							if r.Status != PutOK {
 								continue
 							}
@@ -162,7 +169,7 @@ func TestCrashDuringGroupedWrites(t *testing.T) {
 					runtimeGosched()
 				}
 				crash(st) // while the puts go on
-				stop.Store(true)
+				close(dead)
 				wg.Wait()
 				if flush == SyncFlush {
 					if err := fs.Crash(cfg.StorePathRootDir, vfs.CrashOptions{Garbage: true, Rand: rand.New(rand.NewPCG(uint64(round), 7))}); err != nil {
