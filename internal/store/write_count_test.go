@@ -119,3 +119,54 @@ func TestCrashDuringConcurrentWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestHotPullLendsTheMapping reads the hot tail of a file written with
+// pwrite: the records come back as slices of the file's mapping, not
+// copies, and the file stays referenced until Release; older records are
+// read with pread into a buffer of the pull's own.
+func TestHotPullLendsTheMapping(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.WriteWithoutMmap = true
+	cfg.MappedFileSizeCommitLog = 1 << 20
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	for i := 0; i < 8; i++ {
+		mustPut(t, st, testMsg("H", 0, fmt.Sprint("h", i), ""))
+	}
+	waitDispatched(t, st, "H", 0, 8)
+	mf := st.commitLog.mfq.find(0)
+	if mf == nil {
+		t.Fatal("no first file")
+	}
+	base := mf.refs.Load()
+	g := st.GetMessage("g", "H", 0, 0, 32, 0, nil)
+	if g.Status != Found || len(g.Buffers) != 8 {
+		t.Fatalf("get: %v %d", g.Status, len(g.Buffers))
+	}
+	view := mf.view.Load()
+	if view == nil {
+		t.Fatal("the hot pull made no view of the file")
+	}
+	for i, rec := range g.Buffers {
+		if &rec[0] != &(*view)[mustPhy(t, rec)] {
+			t.Fatalf("record %d is not a slice of the mapping", i)
+		}
+	}
+	if got := mf.refs.Load(); got != base+1 {
+		t.Fatalf("refs while the pull is held: %d, want %d", got, base+1)
+	}
+	g.Release()
+	if got := mf.refs.Load(); got != base {
+		t.Fatalf("refs after Release: %d, want %d", got, base)
+	}
+	mf.release()
+}
+
+func mustPhy(t *testing.T, rec []byte) int64 {
+	t.Helper()
+	ext, err := message.DecodeRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ext.PhysicalOffset
+}
