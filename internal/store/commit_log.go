@@ -584,31 +584,6 @@ func (c *CommitLog) read(dst []byte, phy int64, size int) ([]byte, error) {
 	return dst, nil
 }
 
-// hotView returns the size bytes at commit-log offset phy as a slice of
-// their file's mapping, with the file (a reference the caller releases
-// once nothing reads the slice), when they are readable, within one file
-// and within hotWindow of the readable end; nil otherwise (read a copy).
-func (c *CommitLog) hotView(phy int64, size int) ([]byte, *MappedFile) {
-	vis := c.visible.Load()
-	if phy < 0 || phy+int64(size) > vis || vis-phy > hotWindow {
-		return nil, nil
-	}
-	mf := c.mfq.find(phy)
-	if mf == nil {
-		return nil, nil
-	}
-	pos := phy - mf.from
-	var v []byte
-	if pos+int64(size) <= mf.size {
-		v = mf.readView(pos, int64(size))
-	}
-	if v == nil {
-		mf.release()
-		return nil, nil
-	}
-	return v, mf
-}
-
 // recordAt reads the whole record at phy.
 func (c *CommitLog) recordAt(phy int64) ([]byte, error) {
 	head, err := c.read(nil, phy, 8)

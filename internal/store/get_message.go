@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -30,7 +29,6 @@ type pick struct {
 	size int
 	off  int
 	ok   bool
-	view []byte // the record in its file's mapping (hot tail), or nil: data[off:]
 }
 
 // readSpan is a run of picks [from, to) read with one pread.
@@ -84,7 +82,7 @@ func (st *DefaultMessageStore) batchFull(sizePy, maxMsgNums, maxBytes, bufferTot
 // GetMessage reads up to maxMsgNums messages of topic/queueID from offset.
 func (st *DefaultMessageStore) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
 	start := time.Now()
-	r := st.getMessage(topic, queueID, offset, maxMsgNums, maxBytes, filter, true)
+	r := st.getMessage(topic, queueID, offset, maxMsgNums, maxBytes, filter)
 	st.stats.rt.RecordGet(r.Status == Found, len(r.Buffers), time.Since(start), isSystemTopic(topic))
 	return r
 }
@@ -93,10 +91,7 @@ func (st *DefaultMessageStore) GetMessage(group, topic string, queueID int32, of
 // "without system topic" figures.
 func isSystemTopic(topic string) bool { return systopic.OutOfDayTotals(topic) }
 
-// getMessage serves GetMessage. With views, spans of the hot tail are
-// returned as slices of their file's mapping, referenced (not copied)
-// until Release; the rest is read with pread into one pooled buffer.
-func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter, views bool) *GetResult {
+func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
 	r := &GetResult{}
 	if st.state.Load() != stateRunning {
 		r.Status, r.NextBeginOffset = NoMatchedLogicQueue, offset
@@ -178,43 +173,13 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 
 	if len(picks) > 0 {
 		var spanArr [64]readSpan
-		spans, _ := planReads(spanArr[:0], picks, c.cfg.MappedFileSizeCommitLog)
-		// Spans of the hot tail are lent from the mapping; their files
-		// stay referenced until Release.
-		var held []*MappedFile
-		var viewedArr [64]bool
-		viewed := viewedArr[:0] // per span: lent from the mapping
-		copyTotal := 0
+		spans, readTotal := planReads(spanArr[:0], picks, c.cfg.MappedFileSizeCommitLog)
+		bp := readBufPool.Get().(*[]byte)
+		data := (*bp)[:0]
+		if cap(data) < readTotal {
+			data = make([]byte, 0, readTotal)
+		}
 		for _, sp := range spans {
-			first, last := picks[sp.from], picks[sp.to-1]
-			n := int(last.phy-first.phy) + last.size
-			if views {
-				if v, mf := c.hotView(first.phy, n); v != nil {
-					held = append(held, mf)
-					for k := sp.from; k < sp.to; k++ {
-						o := int(picks[k].phy - first.phy)
-						picks[k].view, picks[k].ok = v[o:o+picks[k].size:o+picks[k].size], true
-					}
-					viewed = append(viewed, true)
-					continue
-				}
-			}
-			viewed = append(viewed, false)
-			copyTotal += n
-		}
-		var bp *[]byte
-		var data []byte
-		if copyTotal > 0 {
-			bp = readBufPool.Get().(*[]byte)
-			data = (*bp)[:0]
-			if cap(data) < copyTotal {
-				data = make([]byte, 0, copyTotal)
-			}
-		}
-		for si, sp := range spans {
-			if viewed[si] {
-				continue
-			}
 			first, last := picks[sp.from], picks[sp.to-1]
 			base := len(data)
 			var err error
@@ -239,84 +204,52 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 				picks[k].off, picks[k].ok = base+int(picks[k].phy-first.phy), true
 			}
 		}
-		release := func() {
-			for _, mf := range held {
-				mf.release()
+		r.Buffers = make([][]byte, 0, len(picks))
+		r.QueueOffsets = make([]int64, 0, len(picks))
+		var v message.RecordView
+		for _, pk := range picks {
+			if !pk.ok {
+				continue
 			}
-			if bp != nil {
+			rec := data[pk.off : pk.off+pk.size : pk.off+pk.size]
+			err := checkRecordAt(&v, rec, pk.phy, true)
+			if err == nil {
+				// The record must be the one the entry names: its queue
+				// offset, and never a record that gets no entry (a
+				// prepared or rolled-back transaction part, or the filler
+				// recovery writes over skipped bytes).
+				qo := v.QueueOffset()
+				tt := message.TransactionValue(v.SysFlag())
+				if qo != pk.qo || tt == message.TransactionPreparedType || tt == message.TransactionRollbackType {
+					err = fmt.Errorf("%w: record at %d (queue offset %d) does not match entry %d", ErrCorrupt, pk.phy, qo, pk.qo)
+				}
+			}
+			if err != nil {
+				st.logger.Error("store: skipping an invalid record in a pull", "topic", topic, "queueId", queueID, "queueOffset", pk.qo, "err", err)
+				continue
+			}
+			if filter != nil && !filter.MatchRecord(rec) {
+				continue
+			}
+			r.Buffers = append(r.Buffers, rec)
+			r.QueueOffsets = append(r.QueueOffsets, pk.qo)
+			r.BufferTotalSize += pk.size
+		}
+		if len(r.Buffers) > 0 {
+			status = Found
+			r.SetRelease(func() {
 				*bp = data[:0]
 				if cap(data) <= 4<<20 {
 					readBufPool.Put(bp)
 				}
-			}
-		}
-		r.Buffers = make([][]byte, 0, len(picks))
-		r.QueueOffsets = make([]int64, 0, len(picks))
-		if err := st.checkPicks(r, picks, data, filter, topic, queueID, len(held) > 0); err != nil {
-			// A mapped page could not be read: serve the pull from copies.
-			release()
-			st.logger.Warn("store: a mapped read faulted; reading with pread", "topic", topic, "queueId", queueID, "err", err)
-			return st.getMessage(topic, queueID, offset, maxMsgNums, maxBytes, filter, false)
-		}
-		if len(r.Buffers) > 0 {
-			status = Found
-			r.SetRelease(release)
+			})
 		} else {
 			r.Buffers, r.QueueOffsets = nil, nil
-			release()
+			*bp = data[:0]
+			readBufPool.Put(bp)
 		}
 	}
 	r.Status = status
 	r.SuggestPullingFromSlave = SlowRead(maxPhy, maxPhyPulling, st.memTotal, st.live().AccessMessageInMemoryMaxRatio)
 	return r
-}
-
-// checkPicks checks every read record (size, magic, its physical offset,
-// body CRC, its queue offset), applies the record filter and appends the
-// good ones to r. mapped says some records are slices of a mapping: then
-// a fault while reading them is returned as an error (and r is left
-// partly filled) instead of crashing the process.
-func (st *DefaultMessageStore) checkPicks(r *GetResult, picks []pick, data []byte, filter MessageFilter, topic string, queueID int32, mapped bool) (err error) {
-	if mapped {
-		old := debug.SetPanicOnFault(true)
-		defer func() {
-			debug.SetPanicOnFault(old)
-			if p := recover(); p != nil {
-				err = fmt.Errorf("%w: %v", ErrFault, p)
-			}
-		}()
-	}
-	var v message.RecordView
-	for _, pk := range picks {
-		if !pk.ok {
-			continue
-		}
-		rec := pk.view
-		if rec == nil {
-			rec = data[pk.off : pk.off+pk.size : pk.off+pk.size]
-		}
-		err := checkRecordAt(&v, rec, pk.phy, true)
-		if err == nil {
-			// The record must be the one the entry names: its queue
-			// offset, and never a record that gets no entry (a prepared
-			// or rolled-back transaction part, or the filler recovery
-			// writes over skipped bytes).
-			qo := v.QueueOffset()
-			tt := message.TransactionValue(v.SysFlag())
-			if qo != pk.qo || tt == message.TransactionPreparedType || tt == message.TransactionRollbackType {
-				err = fmt.Errorf("%w: record at %d (queue offset %d) does not match entry %d", ErrCorrupt, pk.phy, qo, pk.qo)
-			}
-		}
-		if err != nil {
-			st.logger.Error("store: skipping an invalid record in a pull", "topic", topic, "queueId", queueID, "queueOffset", pk.qo, "err", err)
-			continue
-		}
-		if filter != nil && !filter.MatchRecord(rec) {
-			continue
-		}
-		r.Buffers = append(r.Buffers, rec)
-		r.QueueOffsets = append(r.QueueOffsets, pk.qo)
-		r.BufferTotalSize += pk.size
-	}
-	return nil
 }

@@ -53,13 +53,6 @@ type MappedFile struct {
 	// by recovery); used by retention.
 	lastStoreTs atomic.Int64
 
-	// view is a shared mapping of a file written with pwrite, made on the
-	// first read of its hot tail: pulls reference it instead of copying
-	// (readView). nil until then; unmapped with the file.
-	viewMu     sync.Mutex
-	view       atomic.Pointer[[]byte]
-	viewFailed atomic.Bool
-
 	refs      atomic.Int64
 	destroyed atomic.Bool // no new references
 	remove    atomic.Bool // remove the file at cleanup
@@ -244,9 +237,6 @@ func (mf *MappedFile) cleanup() {
 		if mf.data != nil {
 			errs = append(errs, mf.f.Munmap(mf.data))
 		}
-		if v := mf.view.Swap(nil); v != nil {
-			errs = append(errs, mf.f.Munmap(*v))
-		}
 		errs = append(errs, mf.f.Close())
 		if mf.remove.Load() {
 			if err := mf.fs.Remove(mf.path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -318,43 +308,6 @@ func (mf *MappedFile) readAt(p []byte, pos int64) error {
 		return fmt.Errorf("%w: %s short read at %d: %d of %d bytes", ErrFileGone, mf.path, pos, n, len(p))
 	}
 	return fmt.Errorf("store: read %s at %d: %w", mf.path, pos, err)
-}
-
-// readView returns [pos, pos+n) of the file as a slice of a shared
-// mapping (the write mapping, or a view made on first use for a file
-// written with pwrite), or nil when there is none: a spill or a
-// transient-pool buffer is reused, so it is never lent out. The caller
-// holds a reference for as long as it uses the slice, stays below
-// committed, and touches it only for hot (just written) data, with faults
-// turned into errors where it reads it itself.
-func (mf *MappedFile) readView(pos, n int64) []byte {
-	if pos < 0 || pos+n > mf.committed.Load() || mf.spill != nil || mf.wbuf != nil || mf.f == nil {
-		return nil
-	}
-	if mf.data != nil {
-		return mf.data[pos : pos+n : pos+n]
-	}
-	v := mf.view.Load()
-	if v == nil {
-		if mf.viewFailed.Load() {
-			return nil
-		}
-		mf.viewMu.Lock()
-		if v = mf.view.Load(); v == nil && !mf.viewFailed.Load() {
-			b, err := mf.f.Mmap(0, int(mf.size))
-			if err != nil {
-				mf.viewFailed.Store(true)
-			} else {
-				v = &b
-				mf.view.Store(v)
-			}
-		}
-		mf.viewMu.Unlock()
-		if v == nil {
-			return nil
-		}
-	}
-	return (*v)[pos : pos+n : pos+n]
 }
 
 // copyMapped copies from the mapping with page faults turned into errors;
