@@ -119,3 +119,33 @@ func TestCrashDuringConcurrentWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldPutAfterFailedWriteIsRefused is the race of a put that found its
+// records behind an unfinished range, checked the write flags before an
+// earlier write failed, and registers to wait after the failing writer
+// answered the held puts: it is refused at once rather than held behind a
+// range that never becomes readable.
+func TestHeldPutAfterFailedWriteIsRefused(t *testing.T) {
+	for _, flag := range []string{"write error", "no space"} {
+		t.Run(flag, func(t *testing.T) {
+			st := openStarted(t, testConfig(t), vfs.OS())
+			defer st.Shutdown()
+			mustPut(t, st, testMsg("F", 0, "x", ""))
+			c := st.commitLog
+			f := &c.writeFailed
+			if flag == "no space" {
+				f = &c.writeNoSpace
+			}
+			f.Store(true)
+			defer f.Store(false)
+			var got *PutResult
+			c.holdForVisible(c.visible.Load()+100, PutResult{Status: PutOK}, func(r PutResult) { got = &r })
+			if got == nil {
+				t.Fatal("the put is held behind a failed write")
+			}
+			if got.Status != ServiceNotAvailable || got.Remark == "" {
+				t.Fatalf("answer %+v, want SERVICE_NOT_AVAILABLE with a remark", *got)
+			}
+		})
+	}
+}
