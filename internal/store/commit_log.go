@@ -36,6 +36,12 @@ type pendingWrite struct {
 	end  int64 // file-relative end of the range
 	done bool
 	err  error
+	// A staged range (groupWriter): its bytes wait in the staging ring at
+	// stage positions [gFrom, gTo) for a group write at file position pos;
+	// claimed once a writer took it. Guarded by pubMu.
+	staged, claimed bool
+	pos             int64
+	gFrom, gTo      int64
 }
 
 // CommitLog is the append-only log of stored records over a
@@ -81,20 +87,21 @@ type CommitLog struct {
 	retries      []failedWrite
 	writeNoSpace atomic.Bool
 
-	alloc     *allocator
-	flusher   *flusher
-	pool      *transientPool // transientStorePoolEnable
-	committer *committer
-	kickCh    chan struct{} // wakes the dispatcher
+	alloc   *allocator
+	flusher *flusher
+	group   *groupWriter // the pwrite path's combined writes
+	// fileWrites counts the pwrites into CommitLog files (group runs,
+	// single ranges and blanks; not retries).
+	fileWrites atomic.Int64
+	pool       *transientPool // transientStorePoolEnable
+	committer  *committer
+	kickCh     chan struct{} // wakes the dispatcher
 	// dispatchIdle is set while the dispatcher is parked (or about to
 	// park); only then does kickDispatch wake it.
 	dispatchIdle atomic.Bool
 	bufPool      sync.Pool
 	epoch        time.Time
 	osClock      bool // the store clock is the OS clock
-	// fileWrites counts the pwrites into CommitLog files from the put
-	// path (records and blanks; not retries).
-	fileWrites atomic.Int64
 }
 
 func newCommitLog(st *DefaultMessageStore) *CommitLog {
@@ -115,6 +122,9 @@ func newCommitLog(st *DefaultMessageStore) *CommitLog {
 	c.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	c.alloc = newAllocator(c)
 	c.flusher = newFlusher(c)
+	if !mmapped && !cfg.transient() {
+		c.group = newGroupWriter(groupBufSize)
+	}
 	if cfg.transient() {
 		c.committer = &committer{c: c, kickCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
 	}
@@ -200,6 +210,8 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 
 	// Writes to finish after unlocking (at most a blank and the records);
 	// fixed arrays keep them off the heap.
+	var staged *pendingWrite // this put's range in the staging ring
+	var leading bool         // this put writes its own and the staged ranges
 	var postArr [2]*pendingWrite
 	var postBufArr [2][]byte
 	var postPosArr [2]int64
@@ -289,7 +301,7 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	} else if mf.data != nil && total <= inlineCopyMax {
 		copy(mf.data[pos:], buf)
 		c.publishLocked(mf, pos+total)
-	} else {
+	} else if staged, leading = c.stageIfRoom(mf, pos, buf); staged == nil {
 		w := c.reserve(mf, pos+total)
 		post = append(post, w)
 		postBufs = append(postBufs, buf)
@@ -307,6 +319,11 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	c.st.stats.lockHold.Record(time.Duration(c.monoNs() - begin))
 
 	c.finishPost(post, postBufs, postPos)
+	if leading {
+		c.leadGroups()
+	} else if staged != nil {
+		c.writeGroups()
+	}
 	if c.writeNoSpace.Load() {
 		// A write at or before this put's range found no space: its
 		// bytes may not be in the file, so it is not acknowledged.
