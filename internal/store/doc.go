@@ -102,26 +102,27 @@
 //	                                  on flush. Pages ahead of the cursor are
 //	                                  pre-faulted (MADV_POPULATE_WRITE) by
 //	                                  the allocator goroutine.
-//	writeWithoutMmap=true             records of up to 16 KiB are copied
-//	(Spool's default)                 under the lock into a 256 KiB staging
-//	                                  ring; after the lock the first put to
-//	                                  find no writer running writes every
-//	                                  contiguous staged record with one
-//	                                  pwrite (a group), the others' answers
-//	                                  are held for the readable end as
-//	                                  behind an unfinished range; larger
-//	                                  runs, and any put that finds the ring
-//	                                  full, pwrite their own bytes after the
-//	                                  lock. A batch
-//	                                  is one run, so one write. fdatasync on
-//	                                  flush (the flusher is woken after each
-//	                                  group under SYNC_FLUSH, so one sync
-//	                                  covers it). Loss window: what the page
-//	                                  cache holds unsynced (power loss only;
-//	                                  a process kill loses nothing
-//	                                  acknowledged: a put is answered once
-//	                                  its bytes, and every one before them,
-//	                                  are in the file).
+//	writeWithoutMmap=true             pwrite after the lock is released. A
+//	(Spool's default)                 put that finds no write of another
+//	                                  put running writes its own bytes; one
+//	                                  that finds one running copies a run of
+//	                                  up to 16 KiB under the lock into a
+//	                                  256 KiB staging ring, and the running
+//	                                  writer writes every contiguous staged
+//	                                  run with one pwrite (a group) while
+//	                                  their answers are held for the
+//	                                  readable end as behind an unfinished
+//	                                  range. Larger runs, and puts that find
+//	                                  the ring full, pwrite their own bytes.
+//	                                  A batch is one run, so one write.
+//	                                  fdatasync on flush (under SYNC_FLUSH
+//	                                  the flusher is woken after each group,
+//	                                  so one sync covers it). Loss window:
+//	                                  what the page cache holds unsynced
+//	                                  (power loss only; a process kill loses
+//	                                  nothing acknowledged: a put is answered
+//	                                  once its bytes, and every one before
+//	                                  them, are in the file).
 //	transientStorePoolEnable=true     memcpy into a pooled write buffer
 //	(ASYNC_FLUSH only)                (transientStorePoolSize buffers of one
 //	                                  file, mlocked when the limit allows);
