@@ -82,8 +82,9 @@
 // (message.EncodeRecord), then under the put lock: assigns the queue
 // offset, the physical offset and the store time (message.PatchRecord),
 // reserves the bytes and copies a record of up to 16 KiB into the mapping
-// or write buffer; a larger record, and every pwrite, is copied after
-// unlocking (readers never see past an unfinished copy: a small ordered
+// or write buffer (or, on the pwrite path while another put's write runs,
+// into the staging ring); a larger record, and every pwrite, is copied
+// after unlocking (readers never see past an unfinished copy: a small ordered
 // list of pending ranges publishes the readable end). The lock's hold time
 // is recorded (Stats.PutLockHold). ASYNC_FLUSH answers at once, unless an
 // earlier range is still being copied: then the answer waits until the
