@@ -145,6 +145,10 @@ func benchAppend(b *testing.B, path, flush string, size, g int, indexed bool) {
 		b.ReportMetric(float64(st.index.parks.Load())/float64(b.N), "index-parks/op")
 	}
 	s := st.Stats()
+	if path == "pwrite" {
+		b.ReportMetric(float64(st.commitLog.fileWrites.Load())/float64(b.N), "pwrites/op")
+	}
+	b.ReportMetric(float64(s.Flushes)/float64(b.N), "flushes/op")
 	b.ReportMetric(float64(s.PutLockHold.P99.Nanoseconds()), "lock-p99-ns")
 	b.ReportMetric(float64(s.Put.P99.Nanoseconds()), "put-p99-ns")
 	if s.SpillFull+s.PoolExhausted > 0 {

@@ -36,6 +36,12 @@ type pendingWrite struct {
 	end  int64 // file-relative end of the range
 	done bool
 	err  error
+	// A staged range (groupWriter): its bytes wait in the staging ring at
+	// stage positions [gFrom, gTo) for a group write at file position pos;
+	// claimed once a writer took it. Guarded by pubMu.
+	staged, claimed bool
+	pos             int64
+	gFrom, gTo      int64
 }
 
 // CommitLog is the append-only log of stored records over a
@@ -90,11 +96,15 @@ type CommitLog struct {
 	gated   atomic.Bool
 	confirm atomic.Int64
 
-	alloc     *allocator
-	flusher   *flusher
-	pool      *transientPool // transientStorePoolEnable
-	committer *committer
-	kickCh    chan struct{} // wakes the dispatcher
+	alloc   *allocator
+	flusher *flusher
+	group   *groupWriter // the pwrite path's combined writes
+	// fileWrites counts the pwrites into CommitLog files (group runs,
+	// single ranges and blanks; not retries).
+	fileWrites atomic.Int64
+	pool       *transientPool // transientStorePoolEnable
+	committer  *committer
+	kickCh     chan struct{} // wakes the dispatcher
 	// dispatchIdle is set while the dispatcher is parked (or about to
 	// park); only then does kickDispatch wake it.
 	dispatchIdle atomic.Bool
@@ -121,6 +131,9 @@ func newCommitLog(st *DefaultMessageStore) *CommitLog {
 	c.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	c.alloc = newAllocator(c)
 	c.flusher = newFlusher(c)
+	if !mmapped && !cfg.transient() {
+		c.group = newGroupWriter(groupBufSize)
+	}
 	if cfg.transient() {
 		c.committer = &committer{c: c, kickCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
 	}
@@ -206,6 +219,8 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 
 	// Writes to finish after unlocking (at most a blank and the records);
 	// fixed arrays keep them off the heap.
+	var staged *pendingWrite // this put's range in the staging ring
+	var leading bool         // this put writes its own and the staged ranges
 	var postArr [2]*pendingWrite
 	var postBufArr [2][]byte
 	var postPosArr [2]int64
@@ -295,7 +310,7 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	} else if mf.data != nil && total <= inlineCopyMax {
 		copy(mf.data[pos:], buf)
 		c.publishLocked(mf, pos+total)
-	} else {
+	} else if staged, leading = c.stageIfRoom(mf, pos, buf); staged == nil {
 		w := c.reserve(mf, pos+total)
 		post = append(post, w)
 		postBufs = append(postBufs, buf)
@@ -313,6 +328,11 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	c.st.stats.lockHold.Record(time.Duration(c.monoNs() - begin))
 
 	c.finishPost(post, postBufs, postPos)
+	if leading {
+		c.leadGroups()
+	} else if staged != nil {
+		c.writeGroups()
+	}
 	if c.writeNoSpace.Load() {
 		// A write at or before this put's range found no space: its
 		// bytes may not be in the file, so it is not acknowledged.
@@ -419,6 +439,9 @@ func blankRecord(n int64) []byte {
 func (c *CommitLog) finishPost(ws []*pendingWrite, bufs [][]byte, pos []int64) {
 	for i, w := range ws {
 		err := w.mf.writeAt(bufs[i], pos[i])
+		if w.mf.data == nil && w.mf.spill == nil && w.mf.wbuf == nil {
+			c.fileWrites.Add(1)
+		}
 		if err != nil && isNoSpace(err) {
 			c.retryWriteLater(w, bufs[i], pos[i], fmt.Errorf("write %s at %d: %w", w.mf.path, pos[i], err))
 			continue

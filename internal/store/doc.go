@@ -84,8 +84,9 @@
 // (message.EncodeRecord), then under the put lock: assigns the queue
 // offset, the physical offset and the store time (message.PatchRecord),
 // reserves the bytes and copies a record of up to 16 KiB into the mapping
-// or write buffer; a larger record, and every pwrite, is copied after
-// unlocking (readers never see past an unfinished copy: a small ordered
+// or write buffer (or, on the pwrite path while another put's write runs,
+// into the staging ring); a larger record, and every pwrite, is copied
+// after unlocking (readers never see past an unfinished copy: a small ordered
 // list of pending ranges publishes the readable end). The lock's hold time
 // is recorded (Stats.PutLockHold). ASYNC_FLUSH answers at once, unless an
 // earlier range is still being copied: then the answer waits until the
@@ -100,17 +101,31 @@
 //
 // # Write paths
 //
-//	writeWithoutMmap=false (default)  memcpy into the shared mapping; msync
+//	writeWithoutMmap=false            memcpy into the shared mapping; msync
 //	                                  on flush. Pages ahead of the cursor are
 //	                                  pre-faulted (MADV_POPULATE_WRITE) by
 //	                                  the allocator goroutine.
-//	writeWithoutMmap=true             pwrite from the put goroutine after
-//	                                  the lock is released; fdatasync on
-//	                                  flush. Loss window: what the page cache
-//	                                  holds unsynced (power loss only; a
-//	                                  process kill loses nothing acknowledged:
-//	                                  a put is answered once its pwrite, and
-//	                                  every one before it, returned).
+//	writeWithoutMmap=true             pwrite after the lock is released. A
+//	(Spool's default)                 put that finds no write of another
+//	                                  put running writes its own bytes; one
+//	                                  that finds one running copies a run of
+//	                                  up to 16 KiB under the lock into a
+//	                                  256 KiB staging ring, and the running
+//	                                  writer writes every contiguous staged
+//	                                  run with one pwrite (a group) while
+//	                                  their answers are held for the
+//	                                  readable end as behind an unfinished
+//	                                  range. Larger runs, and puts that find
+//	                                  the ring full, pwrite their own bytes.
+//	                                  A batch is one run, so one write.
+//	                                  fdatasync on flush (under SYNC_FLUSH
+//	                                  the flusher is woken after each group,
+//	                                  so one sync covers it). Loss window:
+//	                                  what the page cache holds unsynced
+//	                                  (power loss only; a process kill loses
+//	                                  nothing acknowledged: a put is answered
+//	                                  once its bytes, and every one before
+//	                                  them, are in the file).
 //	transientStorePoolEnable=true     memcpy into a pooled write buffer
 //	(ASYNC_FLUSH only)                (transientStorePoolSize buffers of one
 //	                                  file, mlocked when the limit allows);

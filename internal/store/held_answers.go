@@ -140,6 +140,23 @@ func (c *CommitLog) holdForVisible(end int64, res PutResult, done func(PutResult
 		done(res)
 		return
 	}
+	if c.writeFailed.Load() || c.writeNoSpace.Load() {
+		// A write before end failed after this put checked: the records
+		// may never become readable, so the put is not acknowledged (a
+		// failing writer answers only the puts already held).
+		c.pubMu.Unlock()
+		c.st.stats.putFailures.Add(1)
+		remark := c.st.readOnlyRemark()
+		if c.writeNoSpace.Load() {
+			c.st.stats.noSpaceRefusals.Add(1)
+			remark = "[NO_SPACE] a CommitLog write found no space; disk " + c.st.diskUsageLine()
+			if p := c.st.noSpace.remark.Load(); p != nil {
+				remark = *p
+			}
+		}
+		done(PutResult{Status: ServiceNotAvailable, Remark: remark})
+		return
+	}
 	c.visWaiters = append(c.visWaiters, visWaiter{end, res, done})
 	c.pubMu.Unlock()
 }

@@ -231,6 +231,7 @@ func (st *DefaultMessageStore) Shutdown() error {
 	if c.committer != nil {
 		c.committer.stop()
 	}
+	c.writeGroups() // staged records still waiting for a writer
 	c.failVisibleWaiters("store shut down before an earlier write finished")
 	c.flusher.stop()
 	st.disp.stop()

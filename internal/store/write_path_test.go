@@ -16,7 +16,7 @@ var writePaths = []struct {
 	name string
 	set  func(*Config)
 }{
-	{"mmap", func(*Config) {}},
+	{"mmap", func(c *Config) { c.WriteWithoutMmap = false }},
 	{"pwrite", func(c *Config) { c.WriteWithoutMmap = true }},
 	{"transient", func(c *Config) { c.TransientStorePoolEnable = true; c.CommitIntervalCommitLog = 5 }},
 }
