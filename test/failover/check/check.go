@@ -54,6 +54,11 @@ type Delivery struct {
 type History struct {
 	Sends      []Send     `json:"sends"`
 	Deliveries []Delivery `json:"deliveries"`
+	// Final names the consumer whose deliveries are a read of every
+	// queue from its start after the run. When set, an acknowledged send
+	// is lost unless Final was handed it: a message a live consumer read
+	// from a master that was then truncated away is still lost.
+	Final string `json:"final,omitempty"`
 }
 
 // Report is the checker's verdict.
@@ -61,6 +66,8 @@ type Report struct {
 	Acked     int // acknowledged sends
 	Delivered int // deliveries
 	Unique    int // distinct keys delivered
+	// ByConsumer counts the deliveries to each consumer.
+	ByConsumer map[string]int
 	// Lost are acknowledged sends whose key was never delivered (must be
 	// empty).
 	Lost []Send
@@ -93,6 +100,17 @@ func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "acknowledged %d, delivered %d (%d distinct), lost %d, duplicates %d, delivered unacknowledged %d, order violations %d, two masters in one epoch %d",
 		r.Acked, r.Delivered, r.Unique, len(r.Lost), r.Duplicates, r.Unacked, len(r.Order), len(r.SplitBrain))
+	if len(r.ByConsumer) > 0 {
+		names := make([]string, 0, len(r.ByConsumer))
+		for n := range r.ByConsumer {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		b.WriteString("; deliveries by consumer:")
+		for _, n := range names {
+			fmt.Fprintf(&b, " %s %d", n, r.ByConsumer[n])
+		}
+	}
 	for i, s := range r.Lost {
 		if i == maxListed {
 			fmt.Fprintf(&b, "\n  ... %d more lost", len(r.Lost)-i)
@@ -128,13 +146,19 @@ type slot struct {
 func Check(h History) Report {
 	r := Report{Acked: len(h.Sends), Delivered: len(h.Deliveries)}
 	delivered := map[string]int{}
+	kept := map[string]bool{}
+	r.ByConsumer = map[string]int{}
 	for _, d := range h.Deliveries {
 		delivered[d.Key]++
+		r.ByConsumer[d.Consumer]++
+		if h.Final == "" || d.Consumer == h.Final {
+			kept[d.Key] = true
+		}
 	}
 	r.Unique = len(delivered)
 	acked := map[string]bool{}
 	for _, s := range h.Sends {
-		if !acked[s.Key] && delivered[s.Key] == 0 {
+		if !acked[s.Key] && !kept[s.Key] {
 			r.Lost = append(r.Lost, s)
 		}
 		acked[s.Key] = true

@@ -128,6 +128,13 @@ func (r *Recorder) Delivered(d Delivery) {
 	r.mu.Unlock()
 }
 
+// SetFinal names the consumer of the final read (History.Final).
+func (r *Recorder) SetFinal(consumer string) {
+	r.mu.Lock()
+	r.h.Final = consumer
+	r.mu.Unlock()
+}
+
 // Faulted records a fault.
 func (r *Recorder) Faulted(f Fault) {
 	r.mu.Lock()
@@ -142,6 +149,7 @@ func (r *Recorder) History() History {
 	return History{
 		Sends:      append([]Send(nil), r.h.Sends...),
 		Deliveries: append([]Delivery(nil), r.h.Deliveries...),
+		Final:      r.h.Final,
 	}
 }
 
