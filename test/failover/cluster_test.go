@@ -42,11 +42,13 @@ type replica struct {
 	*proc
 	store   string
 	proxies []*faultproxy.Proxy
+	cut     bool
 }
 
 // cutFromControllers refuses and closes the replica's connections to
 // every controller (on), or lets them through again (off).
 func (r *replica) cutFromControllers(on bool) {
+	r.cut = on
 	for _, p := range r.proxies {
 		p.Refuse(on)
 		if on {

@@ -127,6 +127,12 @@ func (p *proc) resume() {
 	}
 }
 
+func (p *proc) isPaused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused
+}
+
 // terminate stops the process with SIGTERM (SIGKILL after 15 s).
 func (p *proc) terminate() error {
 	cmd, done, out, paused := p.take()

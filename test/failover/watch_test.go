@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +14,7 @@ import (
 )
 
 // view is one broker set as the controller leader describes it
-// (CONTROLLER_GET_REPLICA_INFO).
+// (CONTROLLER_GET_SYNC_STATE_DATA).
 type view struct {
 	At                time.Time // when the watcher first saw it
 	Leader            string    // the controller that answered
@@ -24,16 +23,17 @@ type view struct {
 	MasterEpoch       int32
 	SyncStateSet      []int64
 	SyncStateSetEpoch int32
+	InSync            []string // addresses of the sync-state set's members
 }
 
 func (v view) same(o view) bool {
 	return v.MasterID == o.MasterID && v.MasterAddr == o.MasterAddr && v.MasterEpoch == o.MasterEpoch &&
-		v.SyncStateSetEpoch == o.SyncStateSetEpoch && slices.Equal(v.SyncStateSet, o.SyncStateSet)
+		v.SyncStateSetEpoch == o.SyncStateSetEpoch && slices.Equal(v.SyncStateSet, o.SyncStateSet) && slices.Equal(v.InSync, o.InSync)
 }
 
 func (v view) String() string {
-	return fmt.Sprintf("%s leader %s: master %d %s epoch %d, sync-state set %v epoch %d",
-		v.At.Format("15:04:05.000"), v.Leader, v.MasterID, v.MasterAddr, v.MasterEpoch, v.SyncStateSet, v.SyncStateSetEpoch)
+	return fmt.Sprintf("%s leader %s: master %d %s epoch %d, sync-state set %v %v epoch %d",
+		v.At.Format("15:04:05.000"), v.Leader, v.MasterID, v.MasterAddr, v.MasterEpoch, v.SyncStateSet, v.InSync, v.SyncStateSetEpoch)
 }
 
 // watcher polls the controllers every pollEvery and keeps every change
@@ -100,33 +100,41 @@ func (w *watcher) poll() {
 		if a == "" {
 			continue
 		}
-		resp, err := w.call(a, remoting.NewRequest(remoting.ControllerGetReplicaInfo, map[string]string{"brokerName": w.name}, nil))
+		names, _ := json.Marshal([]string{w.name})
+		resp, err := w.call(a, remoting.NewRequest(remoting.ControllerGetSyncStateData, nil, names))
 		if err != nil || resp.Code == remoting.ControllerNotLeader {
 			continue
 		}
 		w.mu.Lock()
 		w.leaderA = a
 		w.mu.Unlock()
-		if resp.Code != remoting.Success {
+		var body struct {
+			Table map[string]struct {
+				MasterBrokerID    int64  `json:"masterBrokerId"`
+				MasterAddress     string `json:"masterAddress"`
+				MasterEpoch       int32  `json:"masterEpoch"`
+				SyncStateSetEpoch int32  `json:"syncStateSetEpoch"`
+				InSyncReplicas    []struct {
+					BrokerID      int64  `json:"brokerId"`
+					BrokerAddress string `json:"brokerAddress"`
+				} `json:"inSyncReplicas"`
+			} `json:"replicasInfoTable"`
+		}
+		if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &body) != nil {
+			return
+		}
+		info, ok := body.Table[w.name]
+		if !ok {
 			return // not registered yet
 		}
-		v := view{At: time.Now(), Leader: a, MasterAddr: resp.Ext("masterAddress")}
-		v.MasterID, _ = strconv.ParseInt(resp.Ext("masterBrokerId"), 10, 64)
-		e, _ := strconv.ParseInt(resp.Ext("masterEpoch"), 10, 32)
-		v.MasterEpoch = int32(e)
-		se, _ := strconv.ParseInt(resp.Ext("syncStateSetEpoch"), 10, 32)
-		v.SyncStateSetEpoch = int32(se)
-		var body struct {
-			SyncStateSet      []int64 `json:"syncStateSet"`
-			SyncStateSetEpoch int32   `json:"syncStateSetEpoch"`
+		v := view{At: time.Now(), Leader: a, MasterID: info.MasterBrokerID, MasterAddr: info.MasterAddress,
+			MasterEpoch: info.MasterEpoch, SyncStateSetEpoch: info.SyncStateSetEpoch}
+		for _, r := range info.InSyncReplicas {
+			v.SyncStateSet = append(v.SyncStateSet, r.BrokerID)
+			v.InSync = append(v.InSync, r.BrokerAddress)
 		}
-		if len(resp.Body) > 0 && json.Unmarshal(resp.Body, &body) == nil {
-			v.SyncStateSet = body.SyncStateSet
-			slices.Sort(v.SyncStateSet)
-			if body.SyncStateSetEpoch != 0 {
-				v.SyncStateSetEpoch = body.SyncStateSetEpoch
-			}
-		}
+		slices.Sort(v.SyncStateSet)
+		slices.Sort(v.InSync)
 		w.mu.Lock()
 		if n := len(w.views); n == 0 || !w.views[n-1].same(v) {
 			w.views = append(w.views, v)
