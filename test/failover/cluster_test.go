@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,10 +62,9 @@ func (r *replica) cutFromControllers(on bool) {
 func requireControllerMode(t testing.TB) {
 	t.Helper()
 	p := &proc{name: "preflight broker", args: []string{"broker",
-		"--listen", loopback(freePort(t)), "--store", t.TempDir(), "--namesrv", loopback(freePort(t)),
+		"--listen", loopback(brokerPort(t)), "--store", t.TempDir(), "--namesrv", loopback(freePort(t)),
 		"--set", "brokerName=preflight", "--set", "enableControllerMode=true",
-		"--set", "controllerAddr=" + loopback(freePort(t)), "--set", "vipChannelEnable=false",
-		"--set", "haListenPort=" + strconv.Itoa(freePort(t))}}
+		"--set", "controllerAddr=" + loopback(freePort(t)), "--set", "vipChannelEnable=false"}}
 	err := p.start()
 	if err == nil {
 		if err := p.terminate(); err != nil {
@@ -139,11 +137,11 @@ func startClusterOf(t testing.TB, withSetA bool, brokerSets ...string) *cluster 
 		t.Fatal(err)
 	}
 
-	bAddr := loopback(freePort(t))
+	bAddr := loopback(brokerPort(t))
 	c.b = &proc{name: "broker " + setB, addr: bAddr, args: []string{"broker", "--listen", bAddr,
 		"--store", filepath.Join(c.dir, setB), "--namesrv", nsAddr,
 		"--set", "brokerClusterName=" + clusterName, "--set", "brokerName=" + setB,
-		"--set", "vipChannelEnable=false", "--set", "haListenPort=" + strconv.Itoa(freePort(t))}}
+		"--set", "vipChannelEnable=false"}}
 	if err := c.b.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -162,12 +160,12 @@ func startClusterOf(t testing.TB, withSetA bool, brokerSets ...string) *cluster 
 			r.proxies = append(r.proxies, px)
 			via = append(via, px.Addr())
 		}
-		addr := loopback(freePort(t))
+		addr := loopback(brokerPort(t))
 		args := []string{"broker", "--listen", addr, "--store", r.store, "--namesrv", nsAddr,
 			"--set", "brokerClusterName=" + clusterName, "--set", "brokerName=" + setA,
 			"--set", "enableControllerMode=true", "--set", "controllerAddr=" + strings.Join(via, ";"),
 			"--set", "allAckInSyncStateSet=true",
-			"--set", "vipChannelEnable=false", "--set", "haListenPort=" + strconv.Itoa(freePort(t))}
+			"--set", "vipChannelEnable=false"}
 		for _, kv := range brokerSets {
 			args = append(args, "--set", kv)
 		}

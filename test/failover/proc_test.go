@@ -221,4 +221,34 @@ func freePort(t testing.TB) int {
 	return 0
 }
 
+// brokerPort finds a free loopback port whose next port is free too:
+// the broker's HA listener takes listenPort+1 (RocketMQ's haListenPort
+// default, which controller mode's replicas assume of their master).
+func brokerPort(t testing.TB) int {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		p := freePort(t)
+		if p >= 65535 {
+			continue
+		}
+		portMu.Lock()
+		taken := usedPorts[p+1]
+		portMu.Unlock()
+		if taken {
+			continue
+		}
+		l, err := net.Listen("tcp", loopback(p+1))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		portMu.Lock()
+		usedPorts[p+1] = true
+		portMu.Unlock()
+		return p
+	}
+	t.Fatal("no free port pair found")
+	return 0
+}
+
 func loopback(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
