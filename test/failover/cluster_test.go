@@ -32,6 +32,7 @@ type cluster struct {
 	view *watcher
 	// brokerSets is extra --set arguments of every replica of setA.
 	brokerSets []string
+	ctlAddrs   []string // the controllers' remoting addresses
 }
 
 // replica is one broker of setA; it reaches each controller through a
@@ -128,6 +129,7 @@ func startClusterOf(t testing.TB, withSetA bool, brokerSets ...string) *cluster 
 			t.Fatal(err)
 		}
 	}
+	c.ctlAddrs = addrs
 	c.view = newWatcher(addrs, setA)
 	t.Cleanup(c.view.close)
 
@@ -150,27 +152,7 @@ func startClusterOf(t testing.TB, withSetA bool, brokerSets ...string) *cluster 
 		return c
 	}
 	for i := 0; i < 3; i++ {
-		r := &replica{store: filepath.Join(c.dir, fmt.Sprintf("%s-%d", setA, i))}
-		var via []string
-		for _, a := range addrs {
-			px, err := faultproxy.New(a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.proxies = append(r.proxies, px)
-			via = append(via, px.Addr())
-		}
-		addr := loopback(brokerPort(t))
-		args := []string{"broker", "--listen", addr, "--store", r.store, "--namesrv", nsAddr,
-			"--set", "brokerClusterName=" + clusterName, "--set", "brokerName=" + setA,
-			"--set", "enableControllerMode=true", "--set", "controllerAddr=" + strings.Join(via, ";"),
-			"--set", "allAckInSyncStateSet=true",
-			"--set", "vipChannelEnable=false"}
-		for _, kv := range brokerSets {
-			args = append(args, "--set", kv)
-		}
-		r.proc = &proc{name: fmt.Sprintf("broker %s-%d", setA, i), addr: addr, args: args}
-		c.a = append(c.a, r)
+		c.a = append(c.a, c.newReplica(i))
 	}
 	for _, r := range c.a {
 		if err := r.start(); err != nil {
@@ -183,6 +165,33 @@ func startClusterOf(t testing.TB, withSetA bool, brokerSets ...string) *cluster 
 		c.fail(err)
 	}
 	return c
+}
+
+// newReplica builds (does not start) replica i of setA, reaching every
+// controller through proxies of its own.
+func (c *cluster) newReplica(i int) *replica {
+	c.t.Helper()
+	r := &replica{store: filepath.Join(c.dir, fmt.Sprintf("%s-%d", setA, i))}
+	var via []string
+	for _, a := range c.ctlAddrs {
+		px, err := faultproxy.New(a)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		r.proxies = append(r.proxies, px)
+		via = append(via, px.Addr())
+	}
+	addr := loopback(brokerPort(c.t))
+	args := []string{"broker", "--listen", addr, "--store", r.store, "--namesrv", c.ns.addr,
+		"--set", "brokerClusterName=" + clusterName, "--set", "brokerName=" + setA,
+		"--set", "enableControllerMode=true", "--set", "controllerAddr=" + strings.Join(via, ";"),
+		"--set", "allAckInSyncStateSet=true",
+		"--set", "vipChannelEnable=false"}
+	for _, kv := range c.brokerSets {
+		args = append(args, "--set", kv)
+	}
+	r.proc = &proc{name: fmt.Sprintf("broker %s-%d", setA, i), addr: addr, args: args}
+	return r
 }
 
 // fail ends the test with err and every process's output.

@@ -48,6 +48,7 @@ type watcher struct {
 	mu      sync.Mutex
 	views   []view
 	leaderA string
+	lastOK  time.Time // the last poll the leader answered
 }
 
 const pollEvery = 100 * time.Millisecond
@@ -136,6 +137,7 @@ func (w *watcher) poll() {
 		slices.Sort(v.SyncStateSet)
 		slices.Sort(v.InSync)
 		w.mu.Lock()
+		w.lastOK = v.At
 		if n := len(w.views); n == 0 || !w.views[n-1].same(v) {
 			w.views = append(w.views, v)
 		}
@@ -152,6 +154,13 @@ func (w *watcher) current() view {
 		return view{}
 	}
 	return w.views[len(w.views)-1]
+}
+
+// answeredAt is when the leader last answered a poll.
+func (w *watcher) answeredAt() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastOK
 }
 
 // leader is the controller that answered last.
