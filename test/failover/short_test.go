@@ -23,6 +23,9 @@ func TestFailoverKill9(t *testing.T) {
 	if m == nil {
 		c.fail(fmt.Errorf("no replica serves the master %s", before.MasterAddr))
 	}
+	if !c.canFailOver(before) {
+		c.fail(fmt.Errorf("under load the master's sync-state set holds no other running replica, so no election could choose one: %v", before))
+	}
 	f := check.Fault{Kind: "kill -9 master", Broker: setA, Master: m.addr, At: time.Now(), Failover: true}
 	m.kill()
 	w.rec.Faulted(f)
