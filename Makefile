@@ -5,7 +5,7 @@ GO ?= go
 # broadcasting offset files out of $HOME.
 CLIENT_OFFSETS ?= $(shell mktemp -d 2>/dev/null || echo /tmp/spool-client-offsets)
 
-.PHONY: build test test-unit test-e2e test-failover failover-long vet fuzz fuzz-list incidents clean
+.PHONY: build test test-unit test-e2e test-failover failover-long test-soak vet fuzz fuzz-list incidents clean
 
 build:
 	$(GO) build -o spool ./cmd/spool
@@ -35,6 +35,12 @@ test-failover:
 # pairs, and the table of failover times.
 failover-long:
 	env 'rocketmq.client.localOffsetStoreDir=$(CLIENT_OFFSETS)' $(GO) test -tags failover -count=1 -timeout 120m -run TestFailoverLong -v ./test/failover/
+
+# The long forms of the replication tests (build tag soak): the
+# SYNC_MASTER kill-and-restart loop five times, a 2 GiB catch-up.
+test-soak:
+	$(GO) test -tags soak -count=1 -timeout 30m -run 'TestNewSlaveCatchesUp' ./internal/ha/
+	env 'rocketmq.client.localOffsetStoreDir=$(CLIENT_OFFSETS)' $(GO) test -tags soak -count=1 -timeout 15m -run 'TestReplicationSyncMasterKillLoop' ./test/e2e/
 
 # Short fuzzing passes over every fuzz target of the module (go test takes
 # one target per run), FUZZTIME each. The list is found, not written down,

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"unsafe"
 )
 
 // batchMemberFixed is the size of a batch member without body and
@@ -17,10 +18,43 @@ const batchMemberFixed = 4 + 4 + 4 + 4 + 4 + 2
 // body, a member whose TOTALSIZE disagrees with its lengths, or trailing
 // bytes give ErrBadBatch.
 func DecodeBatchBody(body []byte, maxMembers int) ([]BatchMember, error) {
+	return decodeBatchBody(body, maxMembers, false)
+}
+
+// DecodeBatchBodyView is DecodeBatchBody with each member's
+// PropertiesString aliasing body as well (no copy): body must never be
+// written again while the members are in use (a request's body, which its
+// handler owns for good, qualifies).
+func DecodeBatchBodyView(body []byte, maxMembers int) ([]BatchMember, error) {
+	return decodeBatchBody(body, maxMembers, true)
+}
+
+// countBatchMembers walks the members' total sizes, for the slice's
+// capacity; 0 when the walk does not end at the end of body (the decoding
+// pass then reports why).
+func countBatchMembers(body []byte, maxMembers int) int {
+	n := 0
+	for p := 0; p < len(body); n++ {
+		if len(body)-p < 4 || (maxMembers > 0 && n >= maxMembers) {
+			return 0
+		}
+		total := int(int32(binary.BigEndian.Uint32(body[p:])))
+		if total < batchMemberFixed || total > len(body)-p {
+			return 0
+		}
+		p += total
+	}
+	return n
+}
+
+func decodeBatchBody(body []byte, maxMembers int, view bool) ([]BatchMember, error) {
 	if len(body) == 0 {
 		return nil, fmt.Errorf("%w: empty body", ErrBadBatch)
 	}
 	var members []BatchMember
+	if n := countBatchMembers(body, maxMembers); n > 0 {
+		members = make([]BatchMember, 0, n)
+	}
 	for p := 0; p < len(body); {
 		if maxMembers > 0 && len(members) >= maxMembers {
 			return nil, fmt.Errorf("%w: more than %d members", ErrBadBatch, maxMembers)
@@ -44,7 +78,12 @@ func DecodeBatchBody(body []byte, maxMembers int) ([]BatchMember, error) {
 		if propsLen < 0 || q+2+propsLen != total {
 			return nil, fmt.Errorf("%w: member %d at %d: properties length %d, total size %d, body length %d", ErrBadBatch, len(members), p, propsLen, total, bodyLen)
 		}
-		props := string(m[q+2:])
+		var props string
+		if view && propsLen > 0 {
+			props = unsafe.String(&m[q+2], propsLen)
+		} else {
+			props = string(m[q+2:])
+		}
 		tags, _ := LookupProperty(props, PropertyTags)
 		members = append(members, BatchMember{
 			Flag:             flag,

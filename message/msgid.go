@@ -17,11 +17,16 @@ const hexUpper = "0123456789ABCDEF"
 // IP (4 or 16 bytes), port (int32) and commit-log offset (int64); 32
 // characters for IPv4, 56 for IPv6.
 func OffsetMsgID(storeHost Addr, commitLogOffset int64) string {
+	var out [2 * (16 + 4 + 8)]byte
+	return string(AppendOffsetMsgID(out[:0], storeHost, commitLogOffset))
+}
+
+// AppendOffsetMsgID appends the offsetMsgId OffsetMsgID returns to dst.
+func AppendOffsetMsgID(dst []byte, storeHost Addr, commitLogOffset int64) []byte {
 	var raw [16 + 4 + 8]byte
 	b := appendHost(raw[:0], storeHost)
 	b = be64(b, commitLogOffset)
-	var out [2 * len(raw)]byte
-	return string(appendHexUpper(out[:0], b))
+	return appendHexUpper(dst, b)
 }
 
 // ParseOffsetMsgID decodes an offsetMsgId (either case) into store host and

@@ -75,3 +75,76 @@ func BenchmarkReadCommandSendMessage(b *testing.B) {
 		})
 	}
 }
+
+// pullMessageRequest is a PULL_MESSAGE request as the Go client builds it.
+func pullMessageRequest(st SerializeType) *Command {
+	return &Command{
+		Code: PullMessage, Language: "GO", Version: 317, Opaque: 12345, Serialize: st,
+		ExtFields: map[string]string{
+			"consumerGroup": "please_rename_unique_group_name", "topic": "TopicTest", "queueId": "1",
+			"queueOffset": "123456", "maxMsgNums": "32", "sysFlag": "6", "commitOffset": "123400",
+			"suspendTimeoutMillis": "20000", "subscription": "*", "subVersion": "1700000000000",
+			"expressionType": "TAG",
+		},
+	}
+}
+
+// BenchmarkReadCommandInline reads frames as the server's connections do:
+// the ext fields stay in the command's inline table and every field is
+// then looked up once, as a handler reads its header.
+func BenchmarkReadCommandInline(b *testing.B) {
+	for _, req := range []struct {
+		name string
+		cmd  func(SerializeType) *Command
+	}{{"SendMessage", sendMessageRequest}, {"PullMessage", pullMessageRequest}} {
+		for _, s := range serializations {
+			b.Run(req.name+"/"+s.name, func(b *testing.B) {
+				cmd := req.cmd(s.st)
+				var keys []string
+				for k := range cmd.ExtFields {
+					keys = append(keys, k)
+				}
+				frame, _ := Encode(cmd)
+				rd := bytes.NewReader(frame)
+				br := bufio.NewReaderSize(rd, 32<<10)
+				b.SetBytes(int64(len(frame)))
+				b.ReportAllocs()
+				for b.Loop() {
+					rd.Reset(frame)
+					br.Reset(rd)
+					got, err := ReadCommandInline(br, 0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, k := range keys {
+						if _, ok := got.LookupExt(k); !ok {
+							b.Fatal(k)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkEncodeSendResponse builds and encodes a send answer with its
+// five ext fields through NewResponseExt's writer, as the broker does.
+func BenchmarkEncodeSendResponse(b *testing.B) {
+	for _, s := range serializations {
+		b.Run(s.name, func(b *testing.B) {
+			req := &Command{Opaque: 1, Serialize: s.st}
+			var buf []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, w := NewResponseExt(req, Success, "")
+				w.Str("msgId", "7F00000100002A9F0000000000012345")
+				w.Int("queueId", 1)
+				w.Int("queueOffset", 123456789)
+				w.Str("MSG_REGION", "DefaultRegion")
+				w.Str("TRACE_ON", "true")
+				w.Close()
+				buf, _ = AppendFrame(buf[:0], resp)
+			}
+		})
+	}
+}

@@ -57,9 +57,13 @@ var headerPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &
 // Encode returns cmd as a whole frame, including the 4-byte total length,
 // with its header in cmd.Serialize.
 func Encode(cmd *Command) ([]byte, error) {
+	cmd = withMap(cmd)
 	size := prefixLen + 128 + len(cmd.Remark) + len(cmd.Body)
 	for k, v := range cmd.ExtFields {
 		size += len(k) + len(v) + 8
+	}
+	if t := cmd.ext; t != nil && t.live {
+		size += len(t.src) + int(t.n)*8
 	}
 	return AppendFrame(make([]byte, 0, size), cmd)
 }
@@ -78,6 +82,7 @@ func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
 // total length (which counts the body), the header-length word and the
 // header. A writer sends the body after it, without copying it.
 func AppendFrameHeader(dst []byte, cmd *Command) ([]byte, error) {
+	cmd = withMap(cmd)
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
 	var err error
@@ -107,6 +112,7 @@ func AppendFrameHeader(dst []byte, cmd *Command) ([]byte, error) {
 
 // EncodeHeader returns just the header of cmd in cmd.Serialize.
 func EncodeHeader(cmd *Command) ([]byte, error) {
+	cmd = withMap(cmd)
 	switch cmd.Serialize {
 	case SerializeJSON:
 		return appendJSONHeader(nil, cmd), nil
@@ -143,6 +149,10 @@ func splitHeaderWord(w uint32) (SerializeType, int) {
 // DecodeFrame decodes one frame given WITHOUT its 4-byte total-length
 // prefix. The command's Body aliases frame; the header fields do not.
 func DecodeFrame(frame []byte) (*Command, error) {
+	return decodeFrame(frame, false)
+}
+
+func decodeFrame(frame []byte, inline bool) (*Command, error) {
 	if len(frame) < 4 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooShort, len(frame))
 	}
@@ -150,8 +160,8 @@ func DecodeFrame(frame []byte) (*Command, error) {
 	if h > len(frame)-4 {
 		return nil, fmt.Errorf("%w: header %d, frame %d", ErrHeaderTooLarge, h, len(frame))
 	}
-	cmd, err := DecodeHeader(t, frame[4:4+h])
-	if err != nil {
+	cmd := newCommand(t, inline)
+	if err := decodeHeaderInto(t, frame[4:4+h], cmd, inline); err != nil {
 		return nil, err
 	}
 	if body := frame[4+h:]; len(body) > 0 {
@@ -165,6 +175,28 @@ func DecodeFrame(frame []byte) (*Command, error) {
 // allocated; the body is allocated exactly. It returns io.EOF only when r
 // ends cleanly between frames, io.ErrUnexpectedEOF inside a frame.
 func ReadCommand(r *bufio.Reader, maxFrame int) (*Command, error) {
+	return readCommand(r, maxFrame, false)
+}
+
+// ReadCommandInline reads one frame as ReadCommand does and accepts and
+// refuses the same bytes, but leaves up to ExtTableCap ext fields in the
+// command's inline table: spans of the header text, which the command
+// keeps as the one string ReadCommand makes anyway. No map is built:
+// LookupExt and Ext read the table, ExtMap builds ExtFields from it. A
+// header with more fields, longer than 64 KiB, or with a JSON ext key
+// written with escapes gets the map at once, as does a JSON header with
+// more than one extFields key.
+func ReadCommandInline(r *bufio.Reader, maxFrame int) (*Command, error) {
+	return readCommand(r, maxFrame, true)
+}
+
+// DecodeFrameInline is DecodeFrame with the ext fields left in the
+// command's inline table, as ReadCommandInline leaves them.
+func DecodeFrameInline(frame []byte) (*Command, error) {
+	return decodeFrame(frame, true)
+}
+
+func readCommand(r *bufio.Reader, maxFrame int, inline bool) (*Command, error) {
 	if maxFrame <= 0 {
 		maxFrame = MaxFrameSize
 	}
@@ -196,13 +228,13 @@ func ReadCommand(r *bufio.Reader, maxFrame int) (*Command, error) {
 	if _, err := r.Discard(prefixLen); err != nil {
 		return nil, err
 	}
-	cmd := &Command{Serialize: t}
+	cmd := newCommand(t, inline)
 	if h <= r.Size() {
 		hdr, err := r.Peek(h)
 		if err != nil {
 			return nil, eofInFrame(err)
 		}
-		err = decodeHeaderInto(t, hdr, cmd)
+		err = decodeHeaderInto(t, hdr, cmd, inline)
 		r.Discard(h)
 		if err != nil {
 			return nil, err
@@ -216,7 +248,7 @@ func ReadCommand(r *bufio.Reader, maxFrame int) (*Command, error) {
 		hdr = hdr[:h]
 		_, err := io.ReadFull(r, hdr)
 		if err == nil {
-			err = decodeHeaderInto(t, hdr, cmd)
+			err = decodeHeaderInto(t, hdr, cmd, inline)
 		} else {
 			err = eofInFrame(err)
 		}
@@ -261,11 +293,14 @@ func readBody(r *bufio.Reader, n int) ([]byte, error) {
 	return body, nil
 }
 
-func decodeHeaderInto(t SerializeType, hdr []byte, cmd *Command) error {
-	if t == SerializeJSON {
-		return decodeJSONHeader(hdr, cmd)
+func decodeHeaderInto(t SerializeType, hdr []byte, cmd *Command, inline bool) error {
+	switch t {
+	case SerializeJSON:
+		return decodeJSONHeaderMode(hdr, cmd, inline)
+	case SerializeRocketMQ:
+		return decodeRocketMQHeaderMode(hdr, cmd, inline)
 	}
-	return decodeRocketMQHeader(hdr, cmd)
+	return fmt.Errorf("%w: %d", ErrBadSerializeType, t)
 }
 
 func eofInFrame(err error) error {

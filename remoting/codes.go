@@ -1,6 +1,9 @@
 package remoting
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // Request codes (RocketMQ RequestCode).
 const (
@@ -83,6 +86,8 @@ const (
 	GetAllProducerInfo                   int32 = 328
 	QueryTopicsByConsumer                int32 = 343
 	GetTopicConfig                       int32 = 351
+	CloneGroupOffset                     int32 = 314
+	RecallMessage                        int32 = 370
 )
 
 var adminRequestNames = map[int32]string{
@@ -97,6 +102,7 @@ var adminRequestNames = map[int32]string{
 	CleanUnusedTopic: "CLEAN_UNUSED_TOPIC", GetBrokerConsumeStats: "GET_BROKER_CONSUME_STATS",
 	QueryConsumeQueue: "QUERY_CONSUME_QUEUE", GetAllProducerInfo: "GET_ALL_PRODUCER_INFO",
 	QueryTopicsByConsumer: "QUERY_TOPICS_BY_CONSUMER", GetTopicConfig: "GET_TOPIC_CONFIG",
+	CloneGroupOffset: "CLONE_GROUP_OFFSET", RecallMessage: "RECALL_MESSAGE",
 }
 
 // ConsumerNotOnline (RocketMQ ResponseCode CONSUMER_NOT_ONLINE) answers an
@@ -193,6 +199,22 @@ func RequestName(code int32) string {
 	return strconv.Itoa(int(code))
 }
 
+// RequestCodes returns every request code RequestName knows, in
+// ascending order.
+func RequestCodes() []int32 {
+	codes := make([]int32, 0, len(requestNames)+len(adminRequestNames))
+	for code := range requestNames {
+		codes = append(codes, code)
+	}
+	for code := range adminRequestNames {
+		if _, dup := requestNames[code]; !dup {
+			codes = append(codes, code)
+		}
+	}
+	slices.Sort(codes)
+	return codes
+}
+
 // Name-server admin request codes (RocketMQ RequestCode): the queries and
 // changes mqadmin sends a name server.
 const (
@@ -279,6 +301,16 @@ const ViewBrokerStatsData int32 = 315
 
 func init() {
 	for code, name := range map[int32]string{ViewBrokerStatsData: "VIEW_BROKER_STATS_DATA"} {
+		requestNames[code] = name
+	}
+}
+
+// GetTimerCheckPoint is RocketMQ's GET_TIMER_CHECK_POINT: a master's
+// timer-wheel checkpoint, which its slaves copy.
+const GetTimerCheckPoint int32 = 60
+
+func init() {
+	for code, name := range map[int32]string{GetTimerCheckPoint: "GET_TIMER_CHECK_POINT"} {
 		requestNames[code] = name
 	}
 }

@@ -41,6 +41,11 @@ type Command struct {
 	// Serialize is the header serialization the command arrived in, or is to
 	// be written in.
 	Serialize SerializeType
+
+	// ext holds the ext fields of a command read by ReadCommandInline
+	// (or filled by an ExtWriter) until ExtMap builds the map; it is
+	// allocated with the command, so a plain command stays small.
+	ext *extTable
 }
 
 // IsResponse reports whether the response flag bit is set.
@@ -51,14 +56,13 @@ func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 
 // Ext returns ext field k, or "" when absent.
 func (c *Command) Ext(k string) string {
-	if c.ExtFields == nil {
-		return ""
-	}
-	return c.ExtFields[k]
+	v, _ := c.LookupExt(k)
+	return v
 }
 
 // SetExt sets ext field k, creating the map when needed.
 func (c *Command) SetExt(k, v string) {
+	c.ExtMap()
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string, 4)
 	}
@@ -73,7 +77,12 @@ func NewRequest(code int32, ext map[string]string, body []byte) *Command {
 // NewResponse builds a response to req with the given code and remark. It
 // copies req's opaque and serialization and sets the response flag.
 func NewResponse(req *Command, code int32, remark string) *Command {
-	return &Command{
+	c := responseTo(req, code, remark)
+	return &c
+}
+
+func responseTo(req *Command, code int32, remark string) Command {
+	return Command{
 		Code:      code,
 		Language:  "JAVA",
 		Version:   CurrentVersion,

@@ -36,6 +36,12 @@
 // given as JSON strings, ext values given as numbers or booleans, and every
 // JSON escape (the properties ext field carries \u0001 and \u0002).
 //
+// ReadCommandInline (and DecodeFrameInline) accept and refuse exactly the
+// bytes ReadCommand does, but leave up to ExtTableCap ext fields as spans
+// of the header text in the command's inline table instead of a map, for
+// handlers that read them with Command.LookupExt; Command.ExtMap builds
+// the map on demand, and the encoders write either form.
+//
 // # ROCKETMQ header
 //
 //	+--------+------+---------+--------+--------+-----+--------+-----+--------------+

@@ -46,6 +46,18 @@ func appendJSONHeader(dst []byte, cmd *Command) []byte {
 		dst = append(dst, ':')
 		dst = appendJSONString(dst, v)
 	}
+	if t := cmd.ext; t != nil && t.live {
+		for i := range int(t.n) {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			e := &t.tab[i]
+			dst = appendJSONString(dst, t.src[e.k0:e.k1])
+			dst = append(dst, ':')
+			dst = appendJSONString(dst, t.value(e))
+		}
+	}
 	return append(dst, "}}"...)
 }
 
@@ -119,7 +131,13 @@ func appendJSONString(dst []byte, s string) []byte {
 // converted to one string; field values without escapes are substrings of
 // it, so a header costs one allocation plus the ext map.
 func decodeJSONHeader(hdr []byte, cmd *Command) error {
-	d := jsonDecoder{s: string(hdr)}
+	return decodeJSONHeaderMode(hdr, cmd, false)
+}
+
+// decodeJSONHeaderMode decodes a JSON header; with inline set, the ext
+// fields go into the command's inline table when they fit it.
+func decodeJSONHeaderMode(hdr []byte, cmd *Command, inline bool) error {
+	d := jsonDecoder{s: string(hdr), inline: inline}
 	if err := d.header(cmd); err != nil {
 		return fmt.Errorf("%w: json at offset %d: %w", ErrBadHeader, d.i, err)
 	}
@@ -142,6 +160,10 @@ type jsonDecoder struct {
 	s    string
 	i    int
 	nExt int
+	// inline asks for the inline ext table; extSeen is set once an
+	// extFields key has been read (a second one merges into the map).
+	inline  bool
+	extSeen bool
 }
 
 const (
@@ -373,17 +395,31 @@ func (d *jsonDecoder) literal(lit string) error {
 }
 
 // ext reads the extFields value: null clears the map (as encoding/json
-// does), an object merges into it.
+// does), an object merges into it. With d.inline, the first extFields
+// object of a header of at most 64 KiB goes into the command's inline
+// table as spans of the header text, until a field does not fit it (the
+// table is full, or a key has escapes): then the table becomes the map and
+// the rest of the object goes into the map.
 func (d *jsonDecoder) ext(cmd *Command) error {
 	switch d.peek() {
 	case 'n':
+		cmd.ExtMap()
 		cmd.ExtFields = nil
+		d.extSeen = true
 		return d.literal("null")
 	case '{':
 	default:
 		return jsonError("extFields is not an object")
 	}
 	d.i++
+	inline := false
+	if cmd.ext != nil && cmd.ext.live {
+		cmd.ExtMap() // a second extFields object merges into the map
+	} else if d.inline && cmd.ext != nil && !d.extSeen && len(d.s) <= maxTableHeader && cmd.ExtFields == nil {
+		inline = true
+		*cmd.ext = extTable{src: d.s, live: true}
+	}
+	d.extSeen = true
 	d.ws()
 	if d.peek() == '}' {
 		d.i++
@@ -394,8 +430,24 @@ func (d *jsonDecoder) ext(cmd *Command) error {
 		if d.peek() != '"' {
 			return jsonError("expected ext key")
 		}
-		k, err := d.str()
-		if err != nil {
+		var (
+			k      string
+			k0, k1 int
+			err    error
+		)
+		if inline {
+			var esc bool
+			if k0, k1, esc, err = d.strSpan(); err != nil {
+				return err
+			}
+			if esc {
+				cmd.ExtMap()
+				inline = false
+				k = unescapeAt(d.s, k0)
+			} else {
+				k = d.s[k0:k1]
+			}
+		} else if k, err = d.str(); err != nil {
 			return err
 		}
 		if len(k) > MaxExtKeyLen {
@@ -405,37 +457,63 @@ func (d *jsonDecoder) ext(cmd *Command) error {
 			return err
 		}
 		d.ws()
-		var v string
+		var (
+			v      string
+			v0, v1 int
+			vesc   bool
+		)
+		v0 = d.i
 		switch c := d.peek(); {
 		case c == '"':
-			if v, err = d.str(); err != nil {
-				return err
+			if inline {
+				v0, v1, vesc, err = d.strSpan()
+			} else {
+				v, err = d.str()
 			}
 		case c == 'n':
 			err = d.literal("null")
+			v1 = v0
 		case c == 't':
 			v, err = "true", d.literal("true")
+			v1 = d.i
 		case c == 'f':
 			v, err = "false", d.literal("false")
+			v1 = d.i
 		default:
 			v, _, err = d.number()
+			v1 = d.i
 		}
 		if err != nil {
 			return err
 		}
-		if len(v) > MaxExtValueLen {
-			return extLimitError{fmt.Errorf("%w: value of %q has %d bytes", ErrExtFieldTooLong, k, len(v))}
+		vlen := len(v)
+		if inline {
+			vlen = v1 - v0 // an escaped span is never shorter than its text
+		}
+		if vlen > MaxExtValueLen {
+			return extLimitError{fmt.Errorf("%w: value of %q has %d bytes", ErrExtFieldTooLong, k, vlen)}
 		}
 		d.nExt++
 		if d.nExt > MaxExtFields {
 			return extLimitError{fmt.Errorf("%w: more than %d", ErrTooManyExtFields, MaxExtFields)}
 		}
-		if cmd.ExtFields == nil {
-			// Size the map once: every entry has a colon after its key,
-			// so the colons left in the header bound the entries (loosely).
-			cmd.ExtFields = make(map[string]string, min(strings.Count(d.s[d.i:], ":")+1, MaxExtFields))
+		if inline && !cmd.ext.add(k0, k1, v0, v1, vesc) {
+			cmd.ExtMap()
+			inline = false
+			if vesc {
+				v = unescapeAt(d.s, v0)
+			} else {
+				v = d.s[v0:v1]
+			}
 		}
-		cmd.ExtFields[k] = v
+		if !inline {
+			if cmd.ExtFields == nil {
+				// Size the map once: every entry has a colon after its key,
+				// so the colons left in the header bound the entries (loosely).
+				cmd.ExtFields = make(map[string]string, min(strings.Count(d.s[d.i:], ":")+1, MaxExtFields))
+			}
+			cmd.ExtFields[k] = v
+		}
 		d.ws()
 		c := d.peek()
 		d.i++
@@ -446,6 +524,72 @@ func (d *jsonDecoder) ext(cmd *Command) error {
 			return jsonError("expected , or } in extFields")
 		}
 	}
+}
+
+// unescapeAt returns the text of the JSON string whose first byte after
+// the opening quote is at start; the string has been validated.
+func unescapeAt(s string, start int) string {
+	d := jsonDecoder{s: s, i: start - 1}
+	v, _ := d.str()
+	return v
+}
+
+// strSpan validates the JSON string at d.i (which holds '"') exactly as str
+// does, without unescaping it: its text (escaped when esc) is s[start:end].
+func (d *jsonDecoder) strSpan() (start, end int, esc bool, err error) {
+	s := d.s
+	start = d.i + 1
+	i := start
+	for i < len(s) {
+		c := s[i]
+		if c == '"' {
+			d.i = i + 1
+			return start, i, false, nil
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+		i++
+	}
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '"':
+			d.i = i + 1
+			return start, i, true, nil
+		case c < 0x20:
+			return 0, 0, false, jsonError("control character in string")
+		case c != '\\':
+			i++
+			continue
+		}
+		i++
+		if i >= len(s) {
+			break
+		}
+		switch s[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			r, ok := hex4(s, i+1)
+			if !ok {
+				return 0, 0, false, jsonError("malformed \\u escape")
+			}
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok := rune(0), false
+				if i+2 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
+					r2, ok = hex4(s, i+3)
+				}
+				if ok && utf16.DecodeRune(r, r2) != utf8.RuneError {
+					i += 6
+				}
+			}
+		default:
+			return 0, 0, false, jsonError("invalid escape")
+		}
+		i++
+	}
+	return 0, 0, false, jsonError("unterminated string")
 }
 
 // skip skips one value of any kind.
@@ -533,17 +677,28 @@ func (d *jsonDecoder) str() (string, error) {
 		}
 		end++
 	}
-	buf := make([]byte, 0, min(end, len(s))-start)
+	buf, err := d.appendStr(make([]byte, 0, min(end, len(s))-start), start, i)
+	if err != nil {
+		return "", err
+	}
+	// buf is never written again: hand its bytes over as the string.
+	return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+}
+
+// appendStr appends to buf the text of the JSON string whose text starts
+// at start (after its opening quote), s[start:i] holding no escapes, and
+// moves d.i past the closing quote.
+func (d *jsonDecoder) appendStr(buf []byte, start, i int) ([]byte, error) {
+	s := d.s
 	buf = append(buf, s[start:i]...)
 	for i < len(s) {
 		c := s[i]
 		switch {
 		case c == '"':
 			d.i = i + 1
-			// buf is never written again: hand its bytes over as the string.
-			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+			return buf, nil
 		case c < 0x20:
-			return "", jsonError("control character in string")
+			return nil, jsonError("control character in string")
 		case c != '\\':
 			buf = append(buf, c)
 			i++
@@ -569,7 +724,7 @@ func (d *jsonDecoder) str() (string, error) {
 		case 'u':
 			r, ok := hex4(s, i+1)
 			if !ok {
-				return "", jsonError("malformed \\u escape")
+				return nil, jsonError("malformed \\u escape")
 			}
 			i += 4
 			if utf16.IsSurrogate(r) {
@@ -586,11 +741,11 @@ func (d *jsonDecoder) str() (string, error) {
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
-			return "", jsonError("invalid escape")
+			return nil, jsonError("invalid escape")
 		}
 		i++
 	}
-	return "", jsonError("unterminated string")
+	return nil, jsonError("unterminated string")
 }
 
 // hex4 parses the four hex digits at s[i:].

@@ -29,10 +29,16 @@ func appendRocketMQHeader(dst []byte, cmd *Command) ([]byte, error) {
 		if len(k) > math.MaxInt16 {
 			return dst, fmt.Errorf("%w: key of %d bytes", ErrExtFieldTooLong, len(k))
 		}
-		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
-		dst = append(dst, k...)
-		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
-		dst = append(dst, v...)
+		dst = appendRocketMQField(dst, k, v)
+	}
+	if t := cmd.ext; t != nil && t.live {
+		for i := range int(t.n) {
+			e := &t.tab[i]
+			if e.k1-e.k0 > math.MaxInt16 {
+				return dst, fmt.Errorf("%w: key of %d bytes", ErrExtFieldTooLong, e.k1-e.k0)
+			}
+			dst = appendRocketMQField(dst, t.src[e.k0:e.k1], t.value(e))
+		}
 	}
 	extLen := len(dst) - lenAt - 4
 	if extLen > math.MaxInt32 {
@@ -42,11 +48,25 @@ func appendRocketMQHeader(dst []byte, cmd *Command) ([]byte, error) {
 	return dst, nil
 }
 
+func appendRocketMQField(dst []byte, k, v string) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+	dst = append(dst, k...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+	return append(dst, v...)
+}
+
 // decodeRocketMQHeader decodes a ROCKETMQ binary header into cmd. Every
 // length is checked against what remains before it is used; the ext map is
 // sized by a first counting pass. The header is converted to one string and
 // remark, keys and values are substrings of it.
 func decodeRocketMQHeader(hdr []byte, cmd *Command) error {
+	return decodeRocketMQHeaderMode(hdr, cmd, false)
+}
+
+// decodeRocketMQHeaderMode decodes a ROCKETMQ header; with inline set, up
+// to ExtTableCap ext fields of a header of at most 64 KiB go into the
+// command's inline table instead of the map.
+func decodeRocketMQHeaderMode(hdr []byte, cmd *Command, inline bool) error {
 	if len(hdr) < rocketMQFixedLen {
 		return fmt.Errorf("%w: rocketmq header of %d bytes, fixed part is %d", ErrBadHeader, len(hdr), rocketMQFixedLen)
 	}
@@ -99,6 +119,20 @@ func decodeRocketMQHeader(hdr []byte, cmd *Command) error {
 	base := uint64(17)
 	cmd.Remark = s[:remarkLen]
 	if n == 0 {
+		return nil
+	}
+	if inline && cmd.ext != nil && n <= ExtTableCap && len(s) <= maxTableHeader {
+		t := cmd.ext
+		*t = extTable{src: s, live: true}
+		for p := extStart; p < uint64(len(hdr)); {
+			kl := uint64(binary.BigEndian.Uint16(hdr[p:]))
+			k0 := p + 2 - base
+			p += 2 + kl
+			vl := uint64(binary.BigEndian.Uint32(hdr[p:]))
+			v0 := p + 4 - base
+			p += 4 + vl
+			t.add(int(k0), int(k0+kl), int(v0), int(v0+vl), false)
+		}
 		return nil
 	}
 	cmd.ExtFields = make(map[string]string, n)

@@ -93,6 +93,7 @@ func adminCmd() *cobra.Command {
 	cmd.AddCommand(a.namesrvCommands()...)
 	cmd.AddCommand(a.messageCommands()...)
 	cmd.AddCommand(a.offsetCommands()...)
+	cmd.AddCommand(a.controllerCommands()...)
 	addAuthCommands(cmd, &a.namesrv)
 	return cmd
 }

@@ -200,9 +200,8 @@ func (f *adminFixture) groupCommandsTest(t *testing.T) {
 		// One message was sent to queue 1: its end is offset 1.
 		f.columns("skipAccumulatedMessage", out, f.brokerName, "1", "1")
 	}
-	if out, ok := f.refusedOrOK("CLONE_GROUP_OFFSET (314)", "cloneGroupOffset", "-s", "AdminG", "-d", "ListG1", "-t", "AdminT"); ok {
-		f.contains("cloneGroupOffset", out, "clone group offset success. srcGroup[AdminG], destGroup=[ListG1], topic[AdminT]")
-	}
+	out = f.ok("cloneGroupOffset", "-s", "AdminG", "-d", "ListG1", "-t", "AdminT")
+	f.contains("cloneGroupOffset", out, "clone group offset success. srcGroup[AdminG], destGroup=[ListG1], topic[AdminT]")
 	// statsAll sends VIEW_BROKER_STATS_DATA, QUERY_TOPIC_CONSUME_BY_WHO and
 	// GET_CONSUME_STATS: a broker that answers all three prints the
 	// columns, one that does not refuses one of them.
@@ -229,6 +228,23 @@ func (f *adminFixture) groupCommandsTest(t *testing.T) {
 
 func (f *adminFixture) brokerCommandsTest(t *testing.T) {
 	f.t = t
+	// getBrokerEpoch asks every replica of the broker set (from the name
+	// server) for GET_BROKER_EPOCH_CACHE: a broker outside controller mode
+	// that does not answer it is named with its refusal.
+	if out, ok := f.refusedOrOK("GET_BROKER_EPOCH_CACHE (1007)", "getBrokerEpoch", "-b", f.brokerName); ok {
+		f.contains("getBrokerEpoch", out, "#brokerName\t"+f.brokerName, "#brokerAddr\t"+f.addr)
+	} else {
+		f.contains("getBrokerEpoch", out, "to "+f.addr+": the broker answered code")
+	}
+	if _, err := f.run("getBrokerEpoch", "-b", "no-such-broker"); err == nil || !strings.Contains(err.Error(), "no broker of no-such-broker") {
+		t.Errorf("getBrokerEpoch of an unknown broker: %v", err)
+	}
+	// getSyncStateSet -c reads the cluster's broker names from the name
+	// server; a controller that knows none of them lists nothing.
+	ctl := startController(t)
+	if out := f.ok("getSyncStateSet", "-a", ctl, "-c", "DefaultCluster"); strings.TrimSpace(out) != "" {
+		t.Errorf("getSyncStateSet -c of brokers the controller does not know: %q", out)
+	}
 	out := f.ok("clusterList")
 	f.columns("clusterList header", out, "#Cluster", "Name", "#Broker", "Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)",
 		"#OutTPS(LOAD)", "#Timer(Progress)", "#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED")

@@ -108,13 +108,14 @@ func (f *adminFixture) refusedAnyOrOK(requests []string, args ...string) (string
 	return "", false
 }
 
-func startStandalone(t *testing.T) *adminFixture {
+// startStandalone starts `spool standalone` with extra arguments.
+func startStandalone(t *testing.T, extra ...string) *adminFixture {
 	t.Helper()
 	dir := t.TempDir()
 	addrs := loopbackAddrs(t, 2)
 	out := &syncBuf{}
-	cmd := exec.Command(os.Args[0], "standalone", "--store", filepath.Join(dir, "store"),
-		"--namesrv-listen", addrs[0], "--listen", addrs[1])
+	cmd := exec.Command(os.Args[0], append([]string{"standalone", "--store", filepath.Join(dir, "store"),
+		"--namesrv-listen", addrs[0], "--listen", addrs[1]}, extra...)...)
 	cmd.Env = append(os.Environ(), "SPOOL_TEST_RUN_MAIN=1")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

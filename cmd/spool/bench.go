@@ -19,12 +19,12 @@ import (
 	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
-	"github.com/spoolmq/spool/remoting/transport"
 )
 
 func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "load generator speaking the remoting protocol"}
 	cmd.AddCommand(benchProduceCmd(), benchConsumeCmd())
+	addBenchSecurityFlags(cmd)
 	return cmd
 }
 
@@ -41,6 +41,9 @@ type benchSummary struct {
 	MaxUs      int64   `json:"max_us"`
 	CPUSeconds float64 `json:"cpu_seconds"`
 	FirstError string  `json:"first_error,omitempty"`
+	// BrokerMemory holds the brokers' memory right after the load and,
+	// with --memory-after, that long later (produce only).
+	BrokerMemory []brokerMemory `json:"broker_memory,omitempty"`
 }
 
 // meter counts operations and latencies and prints a line each second.
@@ -122,6 +125,7 @@ func printSummary(s benchSummary, asJSON bool) {
 	if s.FirstError != "" {
 		fmt.Println("first error:", s.FirstError)
 	}
+	printMemory(s.BrokerMemory)
 }
 
 // cpuSeconds is this process's user+system CPU time.
@@ -138,7 +142,7 @@ func benchProduceCmd() *cobra.Command {
 		namesrv, topic, serialize string
 		size, producers, inflight int
 		batch, queues             int
-		duration                  time.Duration
+		duration, memoryAfter     time.Duration
 		asJSON                    bool
 	)
 	cmd := &cobra.Command{
@@ -163,7 +167,7 @@ func benchProduceCmd() *cobra.Command {
 				return fmt.Errorf("--serialize %q: want json or rocketmq", serialize)
 			}
 			ns := splitNamesrv(namesrv)
-			admin := transport.NewClient(transport.ClientConfig{DialTimeout: 5 * time.Second})
+			admin := benchClient(remoting.SerializeJSON)
 			defer admin.Close()
 			r, found, err := lookupRoute(admin, ns, topic)
 			if err != nil {
@@ -199,7 +203,7 @@ func benchProduceCmd() *cobra.Command {
 			var wg sync.WaitGroup
 			var seq atomic.Int64
 			for p := 0; p < producers; p++ {
-				cli := transport.NewClient(transport.ClientConfig{DialTimeout: 5 * time.Second, Serialize: ser})
+				cli := benchClient(ser)
 				defer cli.Close()
 				for j := 0; j < inflight; j++ {
 					wg.Add(1)
@@ -236,11 +240,14 @@ func benchProduceCmd() *cobra.Command {
 				}
 			}
 			wg.Wait()
-			printSummary(m.summary(), asJSON)
+			sum := m.summary()
+			sum.BrokerMemory = benchMemory(admin, brokerAddrs(qs), memoryAfter)
+			printSummary(sum, asJSON)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&namesrv, "namesrv", "n", "", "name server address(es), ';'-separated (default $NAMESRV_ADDR)")
+	cmd.Flags().DurationVar(&memoryAfter, "memory-after", 0, "read the brokers' memory (rssAnon, heapInuse) again this long after the load (0: right after only)")
 	cmd.Flags().StringVar(&topic, "topic", "BenchmarkTest", "topic (created with --queues queues when missing)")
 	cmd.Flags().IntVar(&size, "size", 128, "message body size in bytes")
 	cmd.Flags().IntVar(&producers, "producers", 64, "connections")

@@ -34,7 +34,7 @@ func benchConsumeCmd() *cobra.Command {
 			if namesrv == "" || topic == "" {
 				return errors.New("give -n NAMESRV_ADDR and --topic")
 			}
-			cli := transport.NewClient(transport.ClientConfig{DialTimeout: 5 * time.Second})
+			cli := benchClient(remoting.SerializeJSON)
 			defer cli.Close()
 			r, found, err := lookupRoute(cli, splitNamesrv(namesrv), topic)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoolmq/spool/internal/authserve"
 	"github.com/spoolmq/spool/internal/config"
 	"github.com/spoolmq/spool/internal/controller"
 	"github.com/spoolmq/spool/internal/controller/consensus"
@@ -32,8 +34,14 @@ func controllerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			tc, err := takeTLS(props)
+			if err != nil {
+				return err
+			}
 			cc := controller.DefaultConfig()
-			report, err := config.Bind(props, &cc)
+			var ca namesrvAuth
+			var lk limitKeys
+			report, err := config.Bind(props, &cc, &ca, &lk)
 			if err != nil {
 				return err
 			}
@@ -75,7 +83,25 @@ func controllerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			client := transport.NewClient(transport.ClientConfig{Logger: logger})
+			lim := lk.serverConfig(ca.AuthenticationEnabled)
+			lim.Logger = logger
+			var svc *authserve.Service // nil: no access control
+			if ca.on() {
+				if err := plaintextRefusal(listen, tc, ca.AuthAllowPlaintext); err != nil {
+					return fmt.Errorf("controller: %w", err)
+				}
+				if svc, err = ca.open(filepath.Join(cc.StorePath, "auth"), logger); err != nil {
+					return fmt.Errorf("controller: %w", err)
+				}
+				lim.Authorize = svc.Hook()
+			}
+			dial, err := controllerDialer(tc)
+			if err != nil {
+				return err
+			}
+			// What the controller sends brokers is signed with the inner
+			// credentials, and dialed with tls.client.* when tls.enable is on.
+			client := transport.NewClient(transport.ClientConfig{Logger: logger, Dial: dial, Prepare: svc.Sign})
 			ctl := controller.New(node, controller.Options{
 				Group:        cc.Group,
 				Unclean:      cc.EnableElectUncleanMaster,
@@ -90,9 +116,14 @@ func controllerCmd() *cobra.Command {
 					}()
 				},
 			})
-			srv := transport.NewServer(transport.ServerConfig{Logger: logger})
+			srv := transport.NewServer(lim)
 			ctl.Register(srv, controller.ConfigBody(config.Dump(&cc)))
-			addr, err := srv.Listen(listen)
+			if svc != nil {
+				for code, h := range svc.Handlers() {
+					srv.Register(code, h, nil)
+				}
+			}
+			addr, err := serveController(srv, listen, tc, logger)
 			if err != nil {
 				node.Close()
 				return err

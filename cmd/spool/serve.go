@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/broker"
 	"github.com/spoolmq/spool/internal/config"
+	"github.com/spoolmq/spool/internal/mempolicy"
 	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/store"
 )
@@ -147,12 +149,27 @@ func raiseNofile(logger *slog.Logger) {
 	logger.Info("open-file limit (RLIMIT_NOFILE)", "soft", soft, "hard", hard)
 }
 
+// applyMemoryPolicy sets the GOMEMLIMIT default (half of the cgroup's or
+// the machine's memory when the environment sets none) and starts
+// returning the heap's free memory to the OS after bursts, for the
+// process's lifetime.
+func applyMemoryPolicy(logger *slog.Logger) {
+	limit, set := mempolicy.ApplyLimit()
+	if set {
+		logger.Info("memory limit (GOMEMLIMIT default)", "bytes", limit, "fraction", mempolicy.LimitFraction)
+	} else if limit != math.MaxInt64 {
+		logger.Info("memory limit (GOMEMLIMIT)", "bytes", limit)
+	}
+	go mempolicy.Run(nil, mempolicy.DefaultRelease)
+}
+
 // begin is what every serving command does first: a logger, the
 // descriptor limit, signal handling, the properties, and the profiling
 // endpoint when asked for.
 func begin(f *serveFlags) (*slog.Logger, <-chan os.Signal, map[string]string, error) {
 	logger := newLogger()
 	raiseNofile(logger)
+	applyMemoryPolicy(logger)
 	stop := notifyStop()
 	props, err := loadProps(f)
 	if err != nil {
@@ -196,7 +213,18 @@ func standaloneCmd() *cobra.Command {
 			}
 			nc := namesrv.DefaultConfig()
 			nc.KVConfigPath = filepath.Join(sc.StorePathRootDir, "namesrv", "kvConfig.json")
-			ns, err := namesrv.New(nc, logger.With("process", "namesrv"))
+			// The name-server port checks requests with the broker's
+			// access control: the same users, policies and plain_acl.yml.
+			access := bc.AuthenticationEnabled || bc.AuthorizationEnabled || bc.AclEnable
+			if access {
+				if err := plaintextRefusal(f.namesrvListen, tc, bc.AuthAllowPlaintext); err != nil {
+					return err
+				}
+			}
+			late := &lateAccess{}
+			lim := limitKeys{bc.ServerMaxConnections, bc.ServerMaxConnectionsPerIp, bc.ServerAuthenticationTimeoutMillis}.
+				serverConfig(bc.AuthenticationEnabled || bc.AclEnable)
+			ns, err := namesrv.New(nc, logger.With("process", "namesrv"), late.options(access, lim)...)
 			if err != nil {
 				return err
 			}
@@ -208,6 +236,7 @@ func standaloneCmd() *cobra.Command {
 				ns.Shutdown()
 				return err
 			}
+			late.bind(b.AccessControl())
 			// The broker registers with the embedded name server before
 			// the name-server port opens, so the first route lookup
 			// already sees it.
@@ -257,6 +286,7 @@ func namesrvCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()
 			raiseNofile(logger)
+			applyMemoryPolicy(logger)
 			stop := notifyStop()
 			props, err := loadProps(&serveFlags{configFile: configFile, sets: sets})
 			if err != nil {
@@ -267,7 +297,9 @@ func namesrvCmd() *cobra.Command {
 				return err
 			}
 			nc := namesrv.DefaultConfig()
-			report, err := config.Bind(props, &nc)
+			var na namesrvAuth
+			var lk limitKeys
+			report, err := config.Bind(props, &nc, &na, &lk)
 			if err != nil {
 				return err
 			}
@@ -277,7 +309,11 @@ func namesrvCmd() *cobra.Command {
 			if listen == "" {
 				listen = fmt.Sprintf("0.0.0.0:%d", nc.ListenPort)
 			}
-			ns, err := namesrv.New(nc, logger)
+			opts, err := namesrvAccess(na, nc, listen, tc, lk.serverConfig(na.AuthenticationEnabled), logger)
+			if err != nil {
+				return err
+			}
+			ns, err := namesrv.New(nc, logger, opts...)
 			if err != nil {
 				return err
 			}

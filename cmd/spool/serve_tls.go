@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
 
 	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/tlsconf"
+	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // takeTLS removes RocketMQ's tls.* keys from props (read from the
@@ -53,4 +56,35 @@ func serveNamesrv(ns *namesrv.Server, addr string, tc *tlsconf.Config, logger *s
 		return nil, err
 	}
 	return ns.Serve(ln)
+}
+
+// serveController opens the controller's remoting port, through tlsconf's
+// listener when TLS is configured.
+func serveController(srv *transport.Server, addr string, tc *tlsconf.Config, logger *slog.Logger) (net.Addr, error) {
+	if tc == nil {
+		return srv.Listen(addr)
+	}
+	lc, err := tc.ListenerConfig(logger)
+	if err != nil {
+		return nil, err
+	}
+	lc.Name = "controller"
+	ln, err := tlsconf.Listen(addr, lc)
+	if err != nil {
+		return nil, err
+	}
+	return srv.Serve(ln)
+}
+
+// controllerDialer is the dial function of the controller's connections
+// to brokers: tls.client.* when tls.enable is on, else nil (plain TCP).
+func controllerDialer(tc *tlsconf.Config) (func(ctx context.Context, network, addr string) (net.Conn, error), error) {
+	if tc == nil || !tc.ClientEnable {
+		return nil, nil
+	}
+	d, err := tc.NewDialer()
+	if err != nil {
+		return nil, fmt.Errorf("controller: TLS client: %w", err)
+	}
+	return d.DialContext, nil
 }

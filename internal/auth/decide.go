@@ -62,7 +62,9 @@ func Authorize(u *User, acl *ACL, r Request) Verdict {
 	if len(matched) == 0 {
 		return refuse(u, r, "no matched policies.")
 	}
-	sort.SliceStable(matched, func(i, j int) bool { return precedes(matched[i], matched[j]) })
+	if len(matched) > 1 {
+		sort.SliceStable(matched, func(i, j int) bool { return precedes(matched[i], matched[j]) })
+	}
 	e := matched[0]
 	if e.Decision != Allow {
 		v := refuse(u, r, "the decision is deny.")

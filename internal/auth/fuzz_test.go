@@ -82,3 +82,48 @@ func FuzzRequirements(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSignature: a request signed with a secret verifies with it, and
+// fails with ErrSignature once its body or one of its signed fields
+// changes, or under another secret; Authenticate on arbitrary fields
+// (a forged Signature among them) never panics and lets nothing through
+// without the user's secret.
+func FuzzSignature(f *testing.F) {
+	f.Add("topicA", "producerGroup", []byte("hello"), int32(317), "secret", "forged")
+	f.Add("", "_UNIQUE_KEY_QUERY", []byte{}, int32(399), "s", "")
+	f.Add("x\x00y", "Signature", []byte{0xff}, int32(-1), "", "AAAA")
+	f.Fuzz(func(t *testing.T, value, key string, body []byte, version int32, secret, forged string) {
+		ext := map[string]string{"topic": value, key: value}
+		SignRequest(ext, body, version, Credentials{AccessKey: "user1", SecretKey: secret})
+		if want := Sign(Content(ext, body, version), secret); ext[SignatureField] != want {
+			t.Fatalf("SignRequest wrote %q, the content's signature is %q", ext[SignatureField], want)
+		}
+		if err := Verify(ext, body, version, secret); err != nil {
+			t.Fatalf("own signature refused: %v", err)
+		}
+		if err := Verify(ext, append(append([]byte(nil), body...), 'x'), version, secret); !errors.Is(err, ErrSignature) {
+			t.Fatalf("changed body: %v", err)
+		}
+		changed := map[string]string{}
+		for k, v := range ext {
+			changed[k] = v
+		}
+		changed["topic"] = value + "!"
+		if err := Verify(changed, body, version, secret); !errors.Is(err, ErrSignature) {
+			t.Fatalf("changed field: %v", err)
+		}
+		if err := Verify(ext, body, version, secret+"!"); !errors.Is(err, ErrSignature) {
+			t.Fatalf("other secret: %v", err)
+		}
+		lookup := func(name string) *User {
+			if name != "user1" {
+				return nil
+			}
+			return &User{Username: "user1", Password: secret + "?", Type: Normal, Status: Enabled}
+		}
+		ext[SignatureField] = forged
+		if u, err := Authenticate(ext, body, version, lookup); err == nil {
+			t.Fatalf("forged signature %q let %+v through", forged, u)
+		}
+	})
+}

@@ -28,12 +28,18 @@ type Directory interface {
 	LookupACL(username string) *ACL
 }
 
-// LookupACL returns the ACL of user name or nil, for Gate.
+// LookupACL returns the ACL of user name or nil, for Gate, which only
+// reads it. It is not a deep copy: the store never changes an ACL it
+// holds (a change clones it and replaces the map), so the policies
+// returned stay as they were.
 func (s *Store) LookupACL(name string) *ACL {
-	if a, ok := s.ACL(name); ok {
-		return &a
+	s.mu.RLock()
+	a, ok := s.acls[name]
+	s.mu.RUnlock()
+	if !ok {
+		return nil
 	}
-	return nil
+	return &a
 }
 
 // Stage names where a request was refused.
@@ -54,6 +60,9 @@ type Outcome struct {
 	Username string
 	Stage    Stage
 	Refused  *Requirement
+	// Authenticated is set when the request's signature was verified
+	// (not when authentication is off or the code is whitelisted).
+	Authenticated bool
 }
 
 // Gate decides one request as RocketMQ 5.3's authentication and
@@ -62,7 +71,8 @@ type Outcome struct {
 // authorization (unless disabled or the code is whitelisted) asks for
 // every requirement of the code (Requirements) and refuses at the first
 // one Authorize refuses. An Inner code is allowed to the inner user only;
-// a code without a rule to super users only. It is pure: every input is
+// an InnerOrChecked code to the inner user and to those its requirements
+// allow; a code without a rule to super users only. It is pure: every input is
 // an argument. Authorization without authentication trusts the AccessKey
 // as named, as RocketMQ does: enable both.
 func Gate(s Settings, dir Directory, code int32, ext map[string]string, body []byte, version int32, sourceIP string) Outcome {
@@ -76,6 +86,7 @@ func Gate(s Settings, dir Directory, code int32, ext map[string]string, body []b
 			return out
 		}
 		user = u
+		out.Authenticated = true
 	}
 	if !s.AuthorizationEnabled || s.AuthorizationWhitelist[code] {
 		out.Allowed = true
@@ -92,10 +103,15 @@ func Gate(s Settings, dir Directory, code int32, ext map[string]string, body []b
 			return out
 		}
 	}
+	isInner := s.InnerUser != "" && user.Username == s.InnerUser && user.Status != Disabled
+	if isInner && Rules[code].Kind == InnerOrChecked {
+		out.Allowed = true
+		return out
+	}
 	reqs, inner, err := Requirements(code, ext, body, s.ClusterName)
 	switch {
 	case inner:
-		if s.InnerUser == "" || user.Username != s.InnerUser || user.Status == Disabled {
+		if !isInner {
 			out.Remark = fmt.Sprintf("%s has no permission to send request code %d from %s, only the inner credentials may.",
 				SubjectKey(user.Username), code, sourceIP)
 			return out
@@ -190,6 +206,7 @@ func SignRequest(ext map[string]string, body []byte, version int32, c Credential
 	if c.SecurityToken != "" {
 		ext[SecurityTokenField] = c.SecurityToken
 	}
-	delete(ext, SignatureField)
-	ext[SignatureField] = Sign(Content(ext, body, version), c.SecretKey)
+	var sig [sigLen]byte
+	signature(&sig, ext, body, version, c.SecretKey)
+	ext[SignatureField] = string(sig[:])
 }

@@ -96,6 +96,50 @@ func TestGate(t *testing.T) {
 	}
 }
 
+// The codes a slave copies its master's metadata with pass for the inner
+// user, even one that is not a super user and has no ACL; other users
+// need their requirements.
+func TestGateInnerCopies(t *testing.T) {
+	s, err := OpenStore(vfs.NewMemFS(), "/auth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []User{{Username: "inner", Password: "innerpw"}, {Username: "ops", Password: "opspw"}, {Username: "pub", Password: "pubpw"}} {
+		if err := s.CreateUser(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutACL(aclOf("ops", entry("Cluster:c", Allow, nil, Get))); err != nil {
+		t.Fatal(err)
+	}
+	on := Settings{AuthenticationEnabled: true, AuthorizationEnabled: true, InnerUser: "inner", ClusterName: "c"}
+	gate := func(user, secret string, code int32) Outcome {
+		ext := map[string]string{}
+		SignRequest(ext, nil, 479, Credentials{AccessKey: user, SecretKey: secret})
+		return Gate(on, s, code, ext, nil, 479, "10.0.0.9")
+	}
+	for _, code := range []int32{remoting.GetAllTopicConfig, remoting.GetAllSubscriptionGroupConfig,
+		remoting.GetAllConsumerOffset, remoting.GetAllDelayOffset, remoting.GetTimerCheckPoint} {
+		name := remoting.RequestName(code)
+		if o := gate("inner", "innerpw", code); !o.Allowed {
+			t.Errorf("inner user refused %s: %+v", name, o)
+		}
+		if o := gate("ops", "opspw", code); !o.Allowed {
+			t.Errorf("Cluster Get refused %s: %+v", name, o)
+		}
+		if o := gate("pub", "pubpw", code); o.Allowed || o.Refused == nil || o.Refused.Resource != ClusterResource("c") {
+			t.Errorf("user without Cluster Get allowed %s: %+v", name, o)
+		}
+		if o := gate("inner", "nope", code); o.Allowed || o.Stage != Authentication {
+			t.Errorf("inner user with a wrong secret: %s: %+v", name, o)
+		}
+	}
+	// Only those codes: the inner user needs its ACL for the others.
+	if o := gate("inner", "innerpw", remoting.GetBrokerConfig); o.Allowed {
+		t.Errorf("inner user without an ACL allowed GET_BROKER_CONFIG: %+v", o)
+	}
+}
+
 func TestParseCredentialsAndInitUser(t *testing.T) {
 	c, err := ParseCredentials(`{"accessKey":"rocketmq2","secretKey":"12345678"}`)
 	if err != nil || c != (Credentials{AccessKey: "rocketmq2", SecretKey: "12345678"}) {

@@ -19,6 +19,10 @@ const (
 	// credentials (innerClientAuthenticationCredentials) or a super user
 	// may send them.
 	Inner
+	// InnerOrChecked: the inner credentials pass (a slave copying its
+	// master's metadata signs with them); any other user needs every one
+	// of the rule's Needs.
+	InnerOrChecked
 )
 
 // BodySource names the request body a rule reads resource names from.
@@ -38,6 +42,12 @@ const (
 	SubscriptionGroupBody
 	// ClientConfigBody: the group of a CheckClientRequestBody (group).
 	ClientConfigBody
+	// TopicListBody: every topic of a CreateTopicListRequestBody
+	// (topicConfigList[].topicName), Topic Create.
+	TopicListBody
+	// GroupListBody: every group of a SubscriptionGroupList
+	// (groupConfigList[].groupName), Group Create.
+	GroupListBody
 )
 
 // Need is one resource a request needs actions on. The resource's name
@@ -45,13 +55,15 @@ const (
 // a retry topic (%RETRY%<group>) in a Topic field needs the actions on
 // Group:<group> instead, as RocketMQ 5.3 does. When Field is absent or
 // blank the need is skipped if Optional, else it falls back to the
-// actions on the cluster.
+// actions on the cluster. When Split is set the field holds names
+// separated by it, and each name is a resource of its own.
 type Need struct {
 	Type     ResourceType
 	Field    string
 	Actions  []Action
 	Optional bool
 	OnRetry  RetryRule
+	Split    string
 }
 
 // RetryRule is what a retry topic in a Topic field needs.
@@ -98,7 +110,14 @@ func consume(field string, a ...Action) Need {
 func group(field string, a ...Action) Need { return Need{Type: Group, Field: field, Actions: a} }
 func cluster(a ...Action) Need             { return Need{Type: Cluster, Actions: a} }
 
+// optional is n, skipped when its field is absent or blank.
+func optional(n Need) Need { n.Optional = true; return n }
+
 const stricter = "RocketMQ 5.3 checks nothing beyond authentication; Spool requires this"
+
+// copied is the note of the codes a slave sends its master, signed with
+// the inner credentials, to copy the master's metadata.
+const copied = "RocketMQ 5.3 checks nothing beyond authentication; Spool lets the inner credentials (a slave copying its master) pass and requires this of other users"
 
 // Rules maps every request code Spool serves or sends to what it needs.
 var Rules = map[int32]Rule{}
@@ -131,16 +150,47 @@ func init() {
 		{Code: remoting.GetEarliestMsgStoretime, Needs: []Need{topic("topic", Get)}},
 		{Code: remoting.UpdateAndCreateTopic, Needs: []Need{topic("topic", Create)}},
 		{Code: remoting.DeleteTopicInBroker, Needs: []Need{topic("topic", Delete)}},
-		{Code: remoting.GetAllTopicConfig, Needs: []Need{cluster(Get)}, Note: stricter},
+		{Code: remoting.GetAllTopicConfig, Kind: InnerOrChecked, Needs: []Need{cluster(Get)},
+			Note: "RocketMQ 5.3 annotates Topic List but names no topic, so checks nothing beyond authentication; Spool lets the inner credentials (a slave copying its master) pass and requires this of other users"},
 		{Code: remoting.UpdateAndCreateSubscriptionGroup, Body: SubscriptionGroupBody, Note: stricter},
 		{Code: remoting.DeleteSubscriptionGroup, Needs: []Need{group("groupName", Delete)}},
-		{Code: remoting.GetAllSubscriptionGroupConfig, Needs: []Need{cluster(Get)}, Note: stricter},
+		{Code: remoting.GetAllSubscriptionGroupConfig, Kind: InnerOrChecked, Needs: []Need{cluster(Get)}, Note: copied},
 		{Code: remoting.GetBrokerRuntimeInfo, Needs: []Need{cluster(Get)}, Note: stricter},
 		{Code: remoting.GetBrokerConfig, Needs: []Need{cluster(Get)}, Note: stricter},
 		{Code: remoting.UpdateBrokerConfig, Needs: []Need{cluster(Update)}, Note: stricter},
 		{Code: remoting.EvictPageCache, Needs: []Need{cluster(Update)}, Note: "a Spool extension"},
 		{Code: remoting.GetConsumerRunningInfo, Needs: []Need{group("consumerGroup", Get)}},
 		{Code: remoting.ConsumeMessageDirectly, Needs: []Need{group("consumerGroup", Sub), topic("topic", Sub)}},
+
+		// Broker admin codes (mqadmin, the dashboard, the exporter), as
+		// RocketMQ 5.3 annotates their request headers.
+		{Code: remoting.UpdateAndCreateTopicList, Body: TopicListBody,
+			Note: "RocketMQ 5.3 annotates Create but names no topic, so checks nothing beyond authentication; Spool requires Create on every topic of the body"},
+		{Code: remoting.UpdateAndCreateSubscriptionGroupList, Body: GroupListBody,
+			Note: "RocketMQ 5.3 checks nothing beyond authentication; Spool requires Create on every group of the body"},
+		{Code: remoting.GetAllConsumerOffset, Kind: InnerOrChecked, Needs: []Need{cluster(Get)}, Note: copied},
+		{Code: remoting.GetAllDelayOffset, Kind: InnerOrChecked, Needs: []Need{cluster(Get)}, Note: copied},
+		{Code: remoting.GetTimerCheckPoint, Kind: InnerOrChecked, Needs: []Need{cluster(Get)}, Note: copied},
+		{Code: remoting.GetTopicStatsInfo, Needs: []Need{topic("topic", Get)}},
+		{Code: remoting.GetTopicConfig, Needs: []Need{topic("topic", Get)}},
+		{Code: remoting.QueryTopicConsumeByWho, Needs: []Need{topic("topic", Get)}},
+		{Code: remoting.GetConsumerConnectionList, Needs: []Need{group("consumerGroup", Get)}},
+		{Code: remoting.QueryTopicsByConsumer, Needs: []Need{group("group", Get)}},
+		{Code: remoting.GetConsumeStats, Needs: []Need{group("consumerGroup", Get), optional(topic("topic", Get)),
+			{Type: Topic, Field: "topicList", Actions: acts(Get), Optional: true, Split: ";"}}},
+		{Code: remoting.QueryConsumeTimeSpan, Needs: []Need{topic("topic", Get), group("group", Get)}},
+		{Code: remoting.QueryConsumeQueue, Needs: []Need{topic("topic", Get), optional(group("consumerGroup", Get))}},
+		{Code: remoting.InvokeBrokerToResetOffset, Needs: []Need{group("group", Update), topic("topic", Update)}},
+		{Code: remoting.InvokeBrokerToGetConsumerStatus, Needs: []Need{topic("topic", Get), group("group", Get)}},
+		{Code: remoting.CloneGroupOffset, Needs: []Need{group("destGroup", Update), optional(topic("topic", Update))}},
+		{Code: remoting.RecallMessage, Needs: []Need{topic("topic", Pub)}},
+		{Code: remoting.GetProducerConnectionList, Needs: []Need{cluster(Get)}},
+		{Code: remoting.GetAllProducerInfo, Needs: []Need{cluster(Get)}},
+		{Code: remoting.GetBrokerConsumeStats, Needs: []Need{cluster(Get)}},
+		{Code: remoting.ViewBrokerStatsData, Needs: []Need{cluster(Get)}},
+		{Code: remoting.GetSystemTopicListFromBroker, Needs: []Need{cluster(Get)}, Note: stricter},
+		{Code: remoting.CleanExpiredConsumeQueue, Needs: []Need{cluster(Update)}, Note: stricter},
+		{Code: remoting.CleanUnusedTopic, Needs: []Need{cluster(Update)}, Note: stricter},
 
 		// Name server.
 		{Code: remoting.GetRouteinfoByTopic, Needs: []Need{{Type: Topic, Field: "topic", Actions: acts(Pub, Sub, Get), OnRetry: RetrySubGet}}},
@@ -151,6 +201,16 @@ func init() {
 		{Code: remoting.DeleteKVConfig, Needs: []Need{cluster(Update)}},
 		{Code: remoting.GetKVConfig, Needs: []Need{cluster(Get)}},
 		{Code: remoting.GetKVListByNamespace, Needs: []Need{cluster(Get)}},
+		{Code: remoting.WipeWritePermOfBroker, Needs: []Need{cluster(Update)}},
+		{Code: remoting.AddWritePermOfBroker, Needs: []Need{cluster(Update)}},
+		{Code: remoting.GetTopicsByCluster, Needs: []Need{cluster(Get)},
+			Note: "RocketMQ 5.3 annotates Topic List but names no topic, so checks nothing beyond authentication; Spool requires Cluster Get, as for GET_ALL_TOPIC_LIST_FROM_NAMESERVER"},
+		{Code: remoting.GetSystemTopicListFromNs, Needs: []Need{cluster(Get)}, Note: stricter},
+		{Code: remoting.GetUnitTopicList, Needs: []Need{cluster(Get)}, Note: stricter},
+		{Code: remoting.GetHasUnitSubTopicList, Needs: []Need{cluster(Get)}, Note: stricter},
+		{Code: remoting.GetHasUnitSubUnunitTopicList, Needs: []Need{cluster(Get)}, Note: stricter},
+		{Code: remoting.UpdateNamesrvConfig, Needs: []Need{cluster(Update)}, Note: stricter},
+		{Code: remoting.GetNamesrvConfig, Needs: []Need{cluster(Get)}, Note: stricter},
 
 		// Broker registration and liveness: inner credentials only.
 		{Code: remoting.RegisterBroker, Kind: Inner, Note: "RocketMQ 5.3 asks Cluster Update; Spool asks the inner credentials"},
@@ -165,6 +225,23 @@ func init() {
 		{Code: remoting.ResetConsumerClientOffset, Kind: Inner},
 		{Code: remoting.GetConsumerStatusFromClient, Kind: Inner},
 		{Code: remoting.PushReplyMessageToClient, Kind: Inner},
+
+		// Controller mode: what brokers send the controller, and the
+		// controller brokers, is inner traffic; the admin codes act on
+		// the cluster.
+		{Code: remoting.ControllerAlterSyncStateSet, Kind: Inner},
+		{Code: remoting.ControllerRegisterBroker, Kind: Inner},
+		{Code: remoting.ControllerGetNextBrokerID, Kind: Inner},
+		{Code: remoting.ControllerApplyBrokerID, Kind: Inner},
+		{Code: remoting.GetBrokerEpochCache, Kind: Inner},
+		{Code: remoting.NotifyBrokerRoleChanged, Kind: Inner},
+		{Code: remoting.ControllerElectMaster, Needs: []Need{cluster(Update)}},
+		{Code: remoting.UpdateControllerConfig, Needs: []Need{cluster(Update)}},
+		{Code: remoting.CleanBrokerData, Needs: []Need{cluster(Update)}},
+		{Code: remoting.ControllerGetReplicaInfo, Needs: []Need{cluster(Get)}},
+		{Code: remoting.ControllerGetMetadataInfo, Needs: []Need{cluster(Get)}},
+		{Code: remoting.ControllerGetSyncStateData, Needs: []Need{cluster(Get)}},
+		{Code: remoting.GetControllerConfig, Needs: []Need{cluster(Get)}},
 
 		// User and ACL management (RocketMQ 5.3's annotations).
 		{Code: CodeCreateUser, Needs: []Need{cluster(Update)}},
@@ -187,7 +264,8 @@ func init() {
 
 // Requirements returns what a request of code with these ext fields and
 // body needs, for the broker's cluster clusterName. inner reports an
-// Inner code. A code without a rule fails with ErrInvalid: the caller
+// Inner code (an InnerOrChecked code returns its requirements: Gate lets
+// the inner user pass them). A code without a rule fails with ErrInvalid: the caller
 // refuses it to all but super users. A body that a rule reads and that
 // does not parse fails with ErrInvalid.
 func Requirements(code int32, ext map[string]string, body []byte, clusterName string) (reqs []Requirement, inner bool, err error) {
@@ -203,32 +281,45 @@ func Requirements(code int32, ext map[string]string, body []byte, clusterName st
 			reqs = append(reqs, Requirement{ClusterResource(clusterName), n.Actions})
 			continue
 		}
-		name := strings.TrimSpace(ext[n.Field])
-		if name == "" {
+		names := []string{strings.TrimSpace(ext[n.Field])}
+		if n.Split != "" {
+			names = names[:0]
+			for _, name := range strings.Split(ext[n.Field], n.Split) {
+				if name = strings.TrimSpace(name); name != "" {
+					names = append(names, name)
+				}
+			}
+		}
+		if len(names) == 0 || names[0] == "" {
 			if !n.Optional {
 				reqs = append(reqs, Requirement{ClusterResource(clusterName), n.Actions})
 			}
 			continue
 		}
-		if n.Type == Topic && strings.HasPrefix(name, RetryPrefix) {
-			switch n.OnRetry {
-			case RetrySkip:
-				continue
-			case RetrySub:
-				reqs = append(reqs, Requirement{GroupResource(name), acts(Sub)})
-				continue
-			case RetrySubGet:
-				reqs = append(reqs, Requirement{GroupResource(name), acts(Sub, Get)})
-				continue
-			}
+		for _, name := range names {
+			reqs = n.add(reqs, name)
 		}
-		reqs = append(reqs, Requirement{named(n.Type, name), n.Actions})
 	}
 	more, err := bodyRequirements(rule.Body, body)
 	if err != nil {
 		return nil, false, err
 	}
 	return append(reqs, more...), false, nil
+}
+
+// add appends what the need asks of the resource called name.
+func (n Need) add(reqs []Requirement, name string) []Requirement {
+	if n.Type == Topic && strings.HasPrefix(name, RetryPrefix) {
+		switch n.OnRetry {
+		case RetrySkip:
+			return reqs
+		case RetrySub:
+			return append(reqs, Requirement{GroupResource(name), acts(Sub)})
+		case RetrySubGet:
+			return append(reqs, Requirement{GroupResource(name), acts(Sub, Get)})
+		}
+	}
+	return append(reqs, Requirement{named(n.Type, name), n.Actions})
 }
 
 // named is the resource of a name in a field of type t: a retry topic
@@ -298,6 +389,30 @@ func bodyRequirements(src BodySource, body []byte) ([]Requirement, error) {
 			return bad(err)
 		}
 		reqs = append(reqs, Requirement{GroupResource(c.Group), acts(Sub)})
+	case TopicListBody:
+		var l struct {
+			TopicConfigList []struct {
+				TopicName string `json:"topicName"`
+			} `json:"topicConfigList"`
+		}
+		if err := json.Unmarshal(body, &l); err != nil {
+			return bad(err)
+		}
+		for _, tc := range l.TopicConfigList {
+			reqs = append(reqs, Requirement{named(Topic, tc.TopicName), acts(Create)})
+		}
+	case GroupListBody:
+		var l struct {
+			GroupConfigList []struct {
+				GroupName string `json:"groupName"`
+			} `json:"groupConfigList"`
+		}
+		if err := json.Unmarshal(body, &l); err != nil {
+			return bad(err)
+		}
+		for _, g := range l.GroupConfigList {
+			reqs = append(reqs, Requirement{GroupResource(g.GroupName), acts(Create)})
+		}
 	}
 	return reqs, nil
 }

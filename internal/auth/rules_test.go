@@ -97,6 +97,32 @@ func TestEveryRequestCodeHasARule(t *testing.T) {
 	}
 }
 
+// Every request code remoting knows (RequestName) has a rule, and every
+// rule is for a code remoting knows.
+func TestEveryKnownRequestCodeHasARule(t *testing.T) {
+	codes := remoting.RequestCodes()
+	if len(codes) < 100 {
+		t.Fatalf("remoting knows only %d request codes", len(codes))
+	}
+	known := map[int32]bool{}
+	for _, code := range codes {
+		known[code] = true
+		r, ok := Rules[code]
+		if !ok {
+			t.Errorf("request code %s (%d) has no authorization rule", remoting.RequestName(code), code)
+			continue
+		}
+		if r.Kind != Inner && len(r.Needs) == 0 && r.Body == NoBody {
+			t.Errorf("request code %s (%d) is checked but needs nothing", remoting.RequestName(code), code)
+		}
+	}
+	for code := range Rules {
+		if !known[code] {
+			t.Errorf("rule for request code %d, which remoting does not know", code)
+		}
+	}
+}
+
 func TestRequirements(t *testing.T) {
 	req := func(r Resource, a ...Action) Requirement { return Requirement{r, a} }
 	cl := ClusterResource("DefaultCluster")
@@ -145,6 +171,45 @@ func TestRequirements(t *testing.T) {
 		{"register broker", remoting.RegisterBroker, map[string]string{"brokerName": "b"}, "", nil, true},
 		{"broker heartbeat", remoting.BrokerHeartbeat, nil, "", nil, true},
 		{"check transaction (sent to clients)", remoting.CheckTransactionState, nil, "", nil, true},
+		{"controller: a broker registers", remoting.ControllerRegisterBroker, nil, "", nil, true},
+		{"controller: a broker alters its sync-state set", remoting.ControllerAlterSyncStateSet, nil, "", nil, true},
+		{"controller: role change sent to a broker", remoting.NotifyBrokerRoleChanged, nil, "", nil, true},
+		{"controller: elect a master", remoting.ControllerElectMaster, nil, "", []Requirement{req(cl, Update)}, false},
+		{"controller: metadata", remoting.ControllerGetMetadataInfo, nil, "", []Requirement{req(cl, Get)}, false},
+
+		// Admin codes, as RocketMQ 5.3 annotates them.
+		{"consume stats", remoting.GetConsumeStats, map[string]string{"consumerGroup": "G"}, "", []Requirement{req(GroupResource("G"), Get)}, false},
+		{"consume stats of a topic", remoting.GetConsumeStats, map[string]string{"consumerGroup": "G", "topic": "A"}, "",
+			[]Requirement{req(GroupResource("G"), Get), req(TopicResource("A"), Get)}, false},
+		{"consume stats of a topic list", remoting.GetConsumeStats, map[string]string{"consumerGroup": "G", "topicList": "A; B;;%RETRY%G"}, "",
+			[]Requirement{req(GroupResource("G"), Get), req(TopicResource("A"), Get), req(TopicResource("B"), Get), req(GroupResource("G"), Get)}, false},
+		{"consume stats without a group", remoting.GetConsumeStats, map[string]string{"topic": "A"}, "",
+			[]Requirement{req(cl, Get), req(TopicResource("A"), Get)}, false},
+		{"topic stats", remoting.GetTopicStatsInfo, map[string]string{"topic": "A"}, "", []Requirement{req(TopicResource("A"), Get)}, false},
+		{"topic config", remoting.GetTopicConfig, map[string]string{"topic": "A"}, "", []Requirement{req(TopicResource("A"), Get)}, false},
+		{"consumer connections", remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": "G"}, "", []Requirement{req(GroupResource("G"), Get)}, false},
+		{"producer connections", remoting.GetProducerConnectionList, map[string]string{"producerGroup": "P"}, "", []Requirement{req(cl, Get)}, false},
+		{"consume time span", remoting.QueryConsumeTimeSpan, map[string]string{"topic": "A", "group": "G"}, "",
+			[]Requirement{req(TopicResource("A"), Get), req(GroupResource("G"), Get)}, false},
+		{"consume queue without a group", remoting.QueryConsumeQueue, map[string]string{"topic": "A", "queueId": "0"}, "",
+			[]Requirement{req(TopicResource("A"), Get)}, false},
+		{"reset offset", remoting.InvokeBrokerToResetOffset, map[string]string{"topic": "A", "group": "G", "timestamp": "0"}, "",
+			[]Requirement{req(GroupResource("G"), Update), req(TopicResource("A"), Update)}, false},
+		{"clone offsets of every topic", remoting.CloneGroupOffset, map[string]string{"srcGroup": "S", "destGroup": "D"}, "",
+			[]Requirement{req(GroupResource("D"), Update)}, false},
+		{"recall", remoting.RecallMessage, map[string]string{"topic": "A", "recallHandle": "h"}, "", []Requirement{req(TopicResource("A"), Pub)}, false},
+		{"create a topic list", remoting.UpdateAndCreateTopicList, nil, `{"topicConfigList":[{"topicName":"A","perm":6},{"topicName":"B"}]}`,
+			[]Requirement{req(TopicResource("A"), Create), req(TopicResource("B"), Create)}, false},
+		{"create a group list", remoting.UpdateAndCreateSubscriptionGroupList, nil, `{"groupConfigList":[{"groupName":"G"},{"groupName":"H"}]}`,
+			[]Requirement{req(GroupResource("G"), Create), req(GroupResource("H"), Create)}, false},
+		{"all consumer offsets", remoting.GetAllConsumerOffset, nil, "", []Requirement{req(cl, Get)}, false},
+		{"timer checkpoint", remoting.GetTimerCheckPoint, nil, "", []Requirement{req(cl, Get)}, false},
+		{"broker stats", remoting.ViewBrokerStatsData, map[string]string{"statsName": "TOPIC_PUT_NUMS", "statsKey": "A"}, "", []Requirement{req(cl, Get)}, false},
+		{"clean unused topics", remoting.CleanUnusedTopic, nil, "", []Requirement{req(cl, Update)}, false},
+		{"name server: wipe write permission", remoting.WipeWritePermOfBroker, map[string]string{"brokerName": "b"}, "", []Requirement{req(cl, Update)}, false},
+		{"name server: add write permission", remoting.AddWritePermOfBroker, map[string]string{"brokerName": "b"}, "", []Requirement{req(cl, Update)}, false},
+		{"name server: topics of a cluster", remoting.GetTopicsByCluster, map[string]string{"cluster": "c"}, "", []Requirement{req(cl, Get)}, false},
+		{"name server: config", remoting.UpdateNamesrvConfig, nil, "a=b", []Requirement{req(cl, Update)}, false},
 	}
 	for _, c := range cases {
 		got, inner, err := Requirements(c.code, c.ext, []byte(c.body), "DefaultCluster")
@@ -157,6 +222,11 @@ func TestRequirements(t *testing.T) {
 	}
 	if _, _, err := Requirements(remoting.HeartBeat, nil, []byte(`{"consumerDataSet":`), "c"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("torn heartbeat: %v", err)
+	}
+	for _, code := range []int32{remoting.UpdateAndCreateTopicList, remoting.UpdateAndCreateSubscriptionGroupList} {
+		if _, _, err := Requirements(code, nil, []byte(`{"topicConfigList":[`), "c"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("torn list body of %s: %v", remoting.RequestName(code), err)
+		}
 	}
 }
 

@@ -60,8 +60,7 @@ func Verify(ext map[string]string, body []byte, version int32, secret string) er
 	if !ok || got == "" {
 		return fmt.Errorf("%w: check signature failed.", ErrSignature)
 	}
-	want := Sign(Content(ext, body, version), secret)
-	if !hmac.Equal([]byte(want), []byte(got)) {
+	if !signatureMatches(got, ext, body, version, secret) {
 		return fmt.Errorf("%w: check signature failed.", ErrSignature)
 	}
 	return nil

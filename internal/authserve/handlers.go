@@ -184,3 +184,21 @@ func (s *Service) HandleListACL(_ *transport.Conn, req *remoting.Command) *remot
 	}
 	return jsonAnswer(req, out)
 }
+
+// Handlers are the management codes' handlers, AUTH_CREATE_USER through
+// AUTH_LIST_ACL (3001–3010), by code, for a server that serves them
+// beside its own (the name server).
+func (s *Service) Handlers() map[int32]transport.Handler {
+	return map[int32]transport.Handler{
+		remoting.AuthCreateUser: s.HandleCreateUser,
+		remoting.AuthUpdateUser: s.HandleUpdateUser,
+		remoting.AuthDeleteUser: s.HandleDeleteUser,
+		remoting.AuthGetUser:    s.HandleGetUser,
+		remoting.AuthListUser:   s.HandleListUser,
+		remoting.AuthCreateACL:  s.HandleCreateACL,
+		remoting.AuthUpdateACL:  s.HandleUpdateACL,
+		remoting.AuthDeleteACL:  s.HandleDeleteACL,
+		remoting.AuthGetACL:     s.HandleGetACL,
+		remoting.AuthListACL:    s.HandleListACL,
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -228,17 +227,32 @@ func (s *Service) RunReload(stop <-chan struct{}, every time.Duration) {
 
 // Authorize is the transport's hook: nil lets the request through, else
 // the NO_PERMISSION answer.
+// A request whose signature was verified marks its connection
+// authenticated (transport's authentication deadline).
 func (s *Service) Authorize(c *transport.Conn, req *remoting.Command) *remoting.Command {
-	return s.decide(sourceIP(c.RemoteAddr()), req)
+	resp, authenticated := s.check(c.SourceIP(), req)
+	if authenticated && !c.Authenticated() {
+		c.MarkAuthenticated()
+	}
+	return resp
 }
 
 // decide is Authorize for a request from ip.
 func (s *Service) decide(ip string, req *remoting.Command) *remoting.Command {
+	resp, _ := s.check(ip, req)
+	return resp
+}
+
+// check is decide; authenticated reports that
+// the request was let through on its verified signature (ACL 1.0: on its
+// account's signature or white address).
+func (s *Service) check(ip string, req *remoting.Command) (resp *remoting.Command, authenticated bool) {
 	if s.aclOn {
 		if v := s.v1.Load().Check(aclv1.Request{Code: req.Code, Ext: req.ExtFields, Body: req.Body,
 			Version: req.Version, RemoteIP: ip}); !v.Allowed {
-			return s.refuse(req, ip, req.Ext(auth.AccessKeyField), auth.Authorization, v.Reason)
+			return s.refuse(req, ip, req.Ext(auth.AccessKeyField), auth.Authorization, v.Reason), false
 		}
+		authenticated = req.Ext(auth.AccessKeyField) != ""
 	}
 	if s.v2On {
 		out := auth.Gate(s.settings, s.store, req.Code, req.ExtFields, req.Body, req.Version, ip)
@@ -246,11 +260,16 @@ func (s *Service) decide(ip string, req *remoting.Command) *remoting.Command {
 			if out.Stage == auth.Authentication {
 				s.refusedAuth.Add(1)
 			}
-			return s.refuse(req, ip, out.Username, out.Stage, out.Remark)
+			return s.refuse(req, ip, out.Username, out.Stage, out.Remark), false
 		}
+		authenticated = out.Authenticated || (authenticated && !s.settings.AuthenticationEnabled)
 	}
-	return nil
+	return nil, authenticated
 }
+
+// Authenticates reports whether requests are authenticated (ACL 1.0 or
+// authenticationEnabled), so an authentication deadline means something.
+func (s *Service) Authenticates() bool { return s.aclOn || s.settings.AuthenticationEnabled }
 
 func (s *Service) refuse(req *remoting.Command, ip, user string, stage auth.Stage, remark string) *remoting.Command {
 	s.refused.Add(1)
@@ -259,21 +278,6 @@ func (s *Service) refuse(req *remoting.Command, ip, user string, stage auth.Stag
 			"source", ip, "stage", string(stage), "remark", remark)
 	}
 	return remoting.NewResponse(req, remoting.NoPermission, remark)
-}
-
-// sourceIP is the address without its port.
-func sourceIP(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	if a == nil {
-		return ""
-	}
-	h, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return h
 }
 
 // Sign adds the inner credentials' signature to an outgoing request (no

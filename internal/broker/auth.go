@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spoolmq/spool/internal/authserve"
 )
@@ -36,6 +37,26 @@ type AuthConfig struct {
 	// TLS on a non-loopback address, accepting that a captured request
 	// can be replayed (signatures carry no timestamp).
 	AuthAllowPlaintext bool `prop:"authAllowPlaintext"`
+
+	// Connection limits of the broker's ports (Spool keys, named after
+	// RocketMQ's NettyServerConfig): open connections in total and per
+	// source IP (0: no bound; a connection over one is answered
+	// SYSTEM_BUSY on its first request and closed), and the time a
+	// connection may stay open without a request that passed
+	// authentication (0: no deadline; only with authenticationEnabled or
+	// aclEnable).
+	ServerMaxConnections              int   `prop:"serverMaxConnections"`
+	ServerMaxConnectionsPerIp         int   `prop:"serverMaxConnectionsPerIp"`
+	ServerAuthenticationTimeoutMillis int64 `prop:"serverAuthenticationTimeoutMillis"`
+}
+
+// authTimeout is the transport's AuthTimeout: the deadline when requests
+// are authenticated, else none.
+func (b *Broker) authTimeout(cfg *Config) time.Duration {
+	if cfg.ServerAuthenticationTimeoutMillis <= 0 || !b.authsrv.Authenticates() {
+		return 0
+	}
+	return time.Duration(cfg.ServerAuthenticationTimeoutMillis) * time.Millisecond
 }
 
 // secretKeys are the keys whose values never leave the broker
@@ -77,3 +98,8 @@ func openAuth(cfg *Config, storeRoot string, logger *slog.Logger) (*authserve.Se
 		Logger:                  logger,
 	})
 }
+
+// AccessControl is the broker's access control, for a name server in the
+// same process (standalone) to check its port's requests with the same
+// users, policies and plain_acl.yml.
+func (b *Broker) AccessControl() *authserve.Service { return b.authsrv }

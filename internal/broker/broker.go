@@ -113,6 +113,14 @@ type Broker struct {
 	cold      *coldReadBudget
 	repl      *replication    // set by Start before the listeners open; nil for test stores
 	failover  *failover.Agent // the controller client; nil unless enableControllerMode
+	// syncCounts are a slave's metadata copy figures; timerCopy is the
+	// master's timer checkpoint it copied last.
+	syncCounts slaveSyncCounts
+	timerCopy  atomic.Pointer[timer.WireCheckpoint]
+	rpc        rpcStats // rocketmq_rpc_latency (rpc_metrics.go)
+	// fs is the store's file system, also for the slave's commit note
+	// (commit_note.go).
+	fs vfs.FS
 
 	executors  map[string]*transport.Executor
 	sendEx     *transport.Executor
@@ -171,6 +179,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		cfgFile:     opts.ConfigFile,
 		logger:      logger,
 		clock:       clock.Or(opts.Clock),
+		fs:          vfs.Default,
 		consumers:   clients.NewConsumerManager(clients.Deps{Logger: logger}),
 		producers:   clients.NewProducerManager(),
 		locks:       clients.NewRebalanceLockManager(clock.Or(opts.Clock)),
@@ -203,14 +212,15 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b.registrar = newRegistrar(b, opts.LocalNamesrv)
-	b.topics.OnChange = b.registrar.topicChanged
+	b.topics.OnChange = b.topicChanged
+	b.groups.OnDelete = b.groupDeleted
 	b.schedule = schedule.NewService(scheduleDeps(b, filepath.Join(configDir, "delayOffset.json")))
 	if err := b.schedule.Load(); err != nil {
 		return nil, err
 	}
 	b.store = opts.Store
 	if b.store == nil {
-		st, err := store.Open(opts.StoreConfig, vfs.Default, logger)
+		st, err := store.Open(opts.StoreConfig, b.fs, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
@@ -234,7 +244,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,
 		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
 		Logger:             logger,
+		MaxConns:           cfg.ServerMaxConnections,
+		MaxConnsPerIP:      cfg.ServerMaxConnectionsPerIp,
+		AuthTimeout:        b.authTimeout(&cfg),
 	})
+	b.server.OnReply(b.rpc.observe)
 	if cfg.EnableControllerMode {
 		if err := b.setupControllerMode(opts.replica); err != nil {
 			return nil, err
@@ -317,6 +331,9 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.store.OnDispatch(b.onDispatch)
+	if cut, ok := b.store.(interface{ OnTruncate(func(int64)) }); ok {
+		cut.OnTruncate(b.onTruncate)
+	}
 	bind := cfg.BindAddress
 	if bind == "" {
 		bind = "0.0.0.0"
@@ -397,6 +414,16 @@ func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
 	}
 	b.longPoll.OnDispatch(topic, queueID, maxOffset)
 	b.notifyPut()
+}
+
+// onTruncate runs after the store cut its log for a role change
+// (controller mode): consumer offsets and delay offsets past the queues'
+// new ends are lowered to them (apache/rocketmq#7689, #4771).
+func (b *Broker) onTruncate(offset int64) {
+	n := b.offsets.ClampTo(b.store.MaxOffsetInQueue)
+	delay := b.schedule.ClampTo(func(q int32) int64 { return b.store.MaxOffsetInQueue(topicSchedule, q) })
+	b.logger.Warn("broker: offsets lowered to the queues' ends after a CommitLog truncation",
+		"offset", offset, "consumerOffsets", n, "delayOffsets", delay)
 }
 
 // housekeeping expires silent clients.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/failover"
 	"github.com/spoolmq/spool/internal/metadata"
+	"github.com/spoolmq/spool/internal/metrics"
 	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
 )
@@ -137,11 +138,22 @@ type Config struct {
 	MetricsPromExporterHost string `prop:"metricsPromExporterHost"`
 	MetricsPromExporterPort int    `prop:"metricsPromExporterPort"`
 	MetricsLabel            string `prop:"metricsLabel"`
+	// MetricsTopicCardinalityLimit and MetricsGroupCardinalityLimit (Spool
+	// keys, named after RocketMQ's metricsOtelCardinalityLimit) cap the
+	// topics and the consumer groups that get series on /metrics; the
+	// others are counted in spool_metrics_series_dropped.
+	MetricsTopicCardinalityLimit int `prop:"metricsTopicCardinalityLimit"`
+	MetricsGroupCardinalityLimit int `prop:"metricsGroupCardinalityLimit"`
 
 	// TimerWheelEnable (a RocketMQ store key) sends messages with
 	// TIMER_DELIVER_MS, TIMER_DELAY_SEC or TIMER_DELAY_MS to the timing
 	// wheel; off, they are refused with SYSTEM_ERROR.
 	TimerWheelEnable bool `prop:"timerWheelEnable"`
+	// RecallMessageEnable answers RECALL_MESSAGE (off: NO_PERMISSION, as
+	// RocketMQ's default); AllowRecallWhenBrokerNotWriteable lets a recall
+	// through while the broker's permission has no write bit.
+	RecallMessageEnable               bool `prop:"recallMessageEnable" live:"true"`
+	AllowRecallWhenBrokerNotWriteable bool `prop:"allowRecallWhenBrokerNotWriteable" live:"true"`
 	// HA holds the master/slave replication keys (haListenPort,
 	// haMasterAddress, slaveReadEnable, inSyncReplicas, slaveTimeout, ...).
 	HA HAConfig
@@ -240,10 +252,13 @@ func DefaultConfig() Config {
 		MetricsExporterType:     "DISABLE",
 		MetricsPromExporterPort: 5557,
 
-		TimerWheelEnable: true,
-		HA:               DefaultHAConfig(),
-		Timer:            timer.DefaultConfig(),
-		Controller:       failover.DefaultConfig(),
+		TimerWheelEnable:                  true,
+		MetricsTopicCardinalityLimit:      metrics.DefaultMaxTopics,
+		MetricsGroupCardinalityLimit:      metrics.DefaultMaxGroups,
+		AllowRecallWhenBrokerNotWriteable: true,
+		HA:                                DefaultHAConfig(),
+		Timer:                             timer.DefaultConfig(),
+		Controller:                        failover.DefaultConfig(),
 	}
 }
 

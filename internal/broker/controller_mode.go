@@ -5,6 +5,7 @@ import (
 
 	"github.com/spoolmq/spool/internal/failover"
 	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/remoting"
 )
 
 // errNoAutoSwitch refuses enableControllerMode=true while the broker has
@@ -43,6 +44,8 @@ func (b *Broker) setupControllerMode(r failover.Replica) error {
 		StoreRoot:    b.storeCfg.Load().StorePathRootDir,
 		Clock:        b.clock,
 		Logger:       b.logger,
+		Dial:         b.dialer(),
+		Prepare:      func(req *remoting.Command) { b.authsrv.Sign(req) },
 		OnRoleChange: b.controllerRoleChanged,
 	})
 	if err != nil {

@@ -48,6 +48,9 @@
 //	                          commitLogOffset,size,bornTimestamp,storeTimestamp,immunityMs,checks,
 //	                          groupIndex,opMark],...]}  (Spool's; snapshot of the pending halves,
 //	                          written by the check service after rounds that changed it)
+//	slaveConsumerOffset.json {"offsets":[{"topic":"T","group":"G","queueId":0,"offset":9},...]}
+//	                          (Spool's; a slave's note of the offsets committed on it that
+//	                          it still hands its master, commit_note.go)
 //
 // Wire forms the broker produces or reads (beyond the remoting frame):
 //
@@ -56,7 +59,7 @@
 //	stored send        the client's properties + UNIQ_KEY (when missing) + CLUSTER=<cluster>
 //	                   MSG_REGION=<regionId> TRACE_ON=<bool>, the broker's values replacing
 //	                   the client's (single, reply, and appended to each batch member's own)
-//	pull answer ext    suggestWhichBrokerId=0 nextBeginOffset=<n> minOffset=<n> maxOffset=<n>
+//	pull answer ext    suggestWhichBrokerId=<id> nextBeginOffset=<n> minOffset=<n> maxOffset=<n>
 //	                   (on every pull answer); body = stored records back to back:
 //	                   +-----------+-----------+-----+
 //	                   | record 1  | record 2  | ... |   each record as stored (V1 layout)

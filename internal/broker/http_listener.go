@@ -51,10 +51,12 @@ func (b *Broker) startHTTP() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	reg, err := metrics.NewRegistry(metrics.Options{
-		Cluster: cfg.BrokerClusterName,
-		NodeID:  cfg.BrokerName,
-		Labels:  labels,
-		Source:  metrics.SourceFunc(b.metricsSnapshot),
+		Cluster:   cfg.BrokerClusterName,
+		NodeID:    cfg.BrokerName,
+		Labels:    labels,
+		Source:    metrics.SourceFunc(b.metricsSnapshot),
+		MaxTopics: cfg.MetricsTopicCardinalityLimit,
+		MaxGroups: cfg.MetricsGroupCardinalityLimit,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)

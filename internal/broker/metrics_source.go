@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/spoolmq/spool/internal/brokerstats"
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/metrics"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
+	"github.com/spoolmq/spool/message"
 )
 
 // metricsSnapshot is the broker's metrics.Source: every figure is read
@@ -23,24 +25,19 @@ func (b *Broker) metricsSnapshot() *metrics.Snapshot {
 	s.TopicNumber = len(topics)
 	s.ConsumerGroupNumber = len(b.groups.Document().SubscriptionGroupTable)
 
-	bytesIn := map[string]int64{}
-	b.traffic.Each(brokerstats.TopicPutSize, func(k brokerstats.Key, _ string, v, _ int64) { bytesIn[k.Topic] = v })
-	b.traffic.Each(brokerstats.TopicPutNums, func(k brokerstats.Key, _ string, v, _ int64) {
-		s.Topics = append(s.Topics, metrics.TopicFigures{
-			Topic: k.Topic, MessageType: metrics.MessageNormal, IsSystem: systopic.IsSystem(k.Topic),
-			MessagesIn: uint64(v), BytesIn: uint64(bytesIn[k.Topic]),
-		})
-	})
-	sort.Slice(s.Topics, func(i, j int) bool { return s.Topics[i].Topic < s.Topics[j].Topic })
-
+	s.Topics = b.topicFigures()
 	s.Groups = b.groupFigures()
 	s.ProducerConnections, s.ConsumerConnections = b.connectionFigures()
+	st := b.store.Stats()
 	s.Storage = metrics.StorageFigures{
-		SizeBytes:           max(b.store.MaxPhyOffset()-b.store.MinPhyOffset(), 0),
-		DispatchBehindBytes: b.store.DispatchBehindBytes(),
+		SizeBytes:            max(b.store.MaxPhyOffset()-b.store.MinPhyOffset(), 0),
+		FlushBehindBytes:     max(st.CommitLogMax-st.CommitLogFlushed, 0),
+		DispatchBehindBytes:  b.store.DispatchBehindBytes(),
+		MessageReserveTimeMs: b.reserveTimeMs(),
 	}
 	s.Timer = b.timerFigures()
-	st := b.store.Stats()
+	s.Processors = b.processorFigures()
+	s.RPC = b.rpc.figures()
 	s.Spool = metrics.SpoolFigures{
 		PutLockHold: secondsHistogram(st.PutLockHold),
 		Fsync:       secondsHistogram(st.Flush),
@@ -57,6 +54,89 @@ func (b *Broker) metricsSnapshot() *metrics.Snapshot {
 	return s
 }
 
+// topicFigures are the put figures per topic: messages, bytes and sizes
+// from the traffic stats, transaction ends and pending halves, and the
+// timing wheel's per-topic counts.
+func (b *Broker) topicFigures() []metrics.TopicFigures {
+	byTopic := map[string]*metrics.TopicFigures{}
+	get := func(topic string) *metrics.TopicFigures {
+		t := byTopic[topic]
+		if t == nil {
+			t = &metrics.TopicFigures{Topic: topic, MessageType: metrics.MessageNormal, IsSystem: systopic.IsSystem(topic)}
+			byTopic[topic] = t
+		}
+		return t
+	}
+	b.traffic.Each(brokerstats.TopicPutNums, func(k brokerstats.Key, _ string, v, _ int64) { get(k.Topic).MessagesIn = uint64(v) })
+	b.traffic.Each(brokerstats.TopicPutSize, func(k brokerstats.Key, _ string, v, _ int64) { get(k.Topic).BytesIn = uint64(v) })
+	for _, to := range b.traffic.Topics() {
+		t := get(to.Topic)
+		t.Commits, t.Rollbacks = to.Commits, to.Rollbacks
+		h := &metrics.Histogram{Count: to.Sizes.Count, Sum: float64(to.Sizes.Sum)}
+		for i, bound := range brokerstats.MessageSizeBounds {
+			h.Bounds = append(h.Bounds, float64(bound))
+			h.Counts = append(h.Counts, to.Sizes.Counts[i])
+		}
+		t.MessageSize = h
+	}
+	if b.txCheck != nil {
+		if idx := b.txCheck.Index(); idx != nil {
+			for topic, n := range idx.HalvesByTopic() {
+				if b.topics.Find(topic) == nil {
+					continue // a deleted topic's halves: no series
+				}
+				get(topic).HalfMessages = n
+			}
+		}
+	}
+	if b.timers != nil {
+		for _, tt := range b.timers.TopicTimers() {
+			if b.topics.Find(tt.Topic) == nil {
+				continue
+			}
+			t := get(tt.Topic)
+			t.TimingMessages, t.TimerEnqueued, t.TimerDequeued = tt.Pending, uint64(tt.Enqueued), uint64(tt.Dequeued)
+		}
+	}
+	out := make([]metrics.TopicFigures, 0, len(byTopic))
+	for _, t := range byTopic {
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
+	return out
+}
+
+// processorFigures are the waiting requests of each executor.
+func (b *Broker) processorFigures() []metrics.ProcessorWatermark {
+	out := make([]metrics.ProcessorWatermark, 0, len(b.executors))
+	for name, ex := range b.executors {
+		out = append(out, metrics.ProcessorWatermark{Processor: name, Waiting: ex.QueueLen()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Processor < out[j].Processor })
+	return out
+}
+
+// reserveTimeMs is the age of the oldest message the CommitLog keeps.
+func (b *Broker) reserveTimeMs() int64 {
+	first := b.store.MinPhyOffset()
+	if first >= b.store.MaxPhyOffset() {
+		return 0
+	}
+	rec, err := b.store.LookMessageByOffset(first)
+	if err != nil {
+		return 0
+	}
+	h, err := message.ParseRecordHeader(rec)
+	if err != nil || h.StoreTimestamp <= 0 {
+		return 0
+	}
+	return max(b.clock.Now().UnixMilli()-h.StoreTimestamp, 0)
+}
+
+// timerBoundsSeconds are rocketmq_timer_message_snapshot's timer_bound_s
+// values, RocketMQ's TimerMetrics distribution.
+var timerBoundsSeconds = []int64{5, 60, 300, 900, 3600, 14400, 28800, 86400}
+
 // timerFigures are the timing wheel's gauges as GET_BROKER_RUNTIME_INFO
 // reads them: the enqueue lag is the timer messages stored but not yet
 // linked into the wheel (timerOffsetBehind), the dequeue latency how far
@@ -65,9 +145,19 @@ func (b *Broker) metricsSnapshot() *metrics.Snapshot {
 func (b *Broker) timerFigures() metrics.TimerFigures {
 	var f metrics.TimerFigures
 	if ts, ok := b.TimerStats(); ok {
+		now := b.clock.Now()
 		f.EnqueueLag = max(b.store.MaxOffsetInQueue(timer.Topic, 0)-ts.EnqueueOffset, 0)
+		if f.EnqueueLag > 0 {
+			if st := b.store.MessageStoreTimeStamp(timer.Topic, 0, ts.EnqueueOffset); st > 0 {
+				f.EnqueueLatencyMs = max(now.UnixMilli()-st, 0)
+			}
+		}
 		if ts.Cursor > 0 {
-			f.DequeueLatencyMs = max(b.clock.Now().Unix()-ts.Cursor, 0) * 1000
+			f.DequeueLatencyMs = max(now.Unix()-ts.Cursor, 0) * 1000
+		}
+		f.DequeueLag = b.timers.DueNotDelivered()
+		for i, n := range b.timers.PendingByDelay(timerBoundsSeconds) {
+			f.Snapshot = append(f.Snapshot, metrics.TimerBound{BoundSeconds: timerBoundsSeconds[i], Messages: n})
 		}
 	}
 	return f
@@ -93,9 +183,13 @@ func (b *Broker) groupFigures() []metrics.GroupFigures {
 	}
 	b.traffic.Each(brokerstats.GroupGetNums, func(k brokerstats.Key, _ string, v, _ int64) { get(k.Group, k.Topic).MessagesOut = uint64(v) })
 	b.traffic.Each(brokerstats.GroupGetSize, func(k brokerstats.Key, _ string, v, _ int64) { get(k.Group, k.Topic).BytesOut = uint64(v) })
+	for k, n := range b.traffic.SentToDLQ() {
+		get(k.Group, k.Topic).SentToDLQ = n
+	}
 	now := b.clock.Now().UnixMilli()
 	for _, tg := range b.offsets.TopicGroups() {
 		g := get(tg.Group, tg.Topic)
+		pulled := b.traffic.Pulled(tg.Group, tg.Topic)
 		for _, q := range b.groupQueues(tg.Group, tg.Topic) {
 			g.LagMessages += q.lag
 			if q.lag > 0 {
@@ -103,9 +197,19 @@ func (b *Broker) groupFigures() []metrics.GroupFigures {
 					g.LagLatencyMs = max(g.LagLatencyMs, now-ts)
 				}
 			}
+			// Pulled and not committed, and produced and not pulled (a
+			// queue not pulled since the start counts from its commit).
+			from := max(q.committed, 0)
+			next := max(pulled[q.id], from)
+			g.InflightMessages += max(min(next, q.produced)-from, 0)
+			ready := max(q.produced-next, 0)
+			g.ReadyMessages += ready
+			if ready > 0 {
+				if ts := b.store.MessageStoreTimeStamp(tg.Topic, q.id, next); ts > 0 {
+					g.QueueingLatencyMs = max(g.QueueingLatencyMs, now-ts)
+				}
+			}
 		}
-		g.ReadyMessages = g.LagMessages
-		g.QueueingLatencyMs = g.LagLatencyMs
 	}
 	out := make([]metrics.GroupFigures, 0, len(byKey))
 	for _, g := range byKey {
@@ -200,3 +304,22 @@ func secondsHistogram(h store.Histogram) *metrics.Histogram {
 	}
 	return out
 }
+
+// topicChanged tells the name-server registration of a topic change and,
+// for a deleted topic, drops its traffic stats and timer figures, so its
+// metric series go with it (as RocketMQ's BrokerStatsManager
+// onTopicDeleted).
+func (b *Broker) topicChanged(tc *metadata.TopicConfig, deleted string, v metadata.DataVersion) {
+	b.registrar.topicChanged(tc, deleted, v)
+	if deleted == "" {
+		return
+	}
+	b.traffic.RemoveTopic(deleted)
+	if t := b.timers; t != nil {
+		t.ForgetTopic(deleted)
+	}
+}
+
+// groupDeleted drops a deleted subscription group's traffic stats (as
+// RocketMQ's onGroupDeleted): its metric series go with them.
+func (b *Broker) groupDeleted(group string) { b.traffic.RemoveGroup(group) }

@@ -47,6 +47,12 @@ func (b *Broker) registerProcessors() {
 	regLater := func(code int32, h replyFunc, e *transport.Executor) { b.server.RegisterReply(code, b.wrap(h), e) }
 	reg := func(code int32, h handlerFunc, e *transport.Executor) { regLater(code, valueFunc(h), e) }
 
+	// These handlers read their headers through Command.LookupExt (the
+	// send header, the pull header, the processor's header reader), so
+	// their requests arrive without an ext map.
+	b.server.ReadsExtInline(remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
+		remoting.PullMessage, remoting.LitePullMessage, remoting.HeartBeat,
+		remoting.QueryConsumerOffset, remoting.UpdateConsumerOffset)
 	regLater(remoting.SendMessage, b.data.HandleSend, b.sendEx)
 	regLater(remoting.SendMessageV2, b.data.HandleSend, b.sendEx)
 	regLater(remoting.SendBatchMessage, b.data.HandleSend, b.sendEx)
@@ -69,6 +75,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.UpdateConsumerOffset, b.proc.HandleUpdateConsumerOffset, consumer)
 
 	regLater(remoting.EndTransaction, b.data.HandleEndTransaction, endTx)
+	regLater(remoting.RecallMessage, b.handleRecallMessage, b.sendEx)
 
 	if b.failover != nil {
 		reg(remoting.NotifyBrokerRoleChanged, b.failover.HandleNotify, admin)
@@ -97,6 +104,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.DeleteSubscriptionGroup, b.proc.HandleDeleteSubscriptionGroup, admin)
 	reg(remoting.GetAllSubscriptionGroupConfig, b.proc.HandleGetAllSubscriptionGroupConfig, admin)
 	reg(remoting.GetBrokerRuntimeInfo, b.handleGetBrokerRuntimeInfo, admin)
+	reg(remoting.GetTimerCheckPoint, b.handleGetTimerCheckPoint, admin)
 	reg(remoting.GetBrokerConfig, b.handleGetBrokerConfig, admin)
 	reg(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig, admin)
 	reg(remoting.EvictPageCache, b.proc.HandleEvictPageCache, admin)
@@ -124,6 +132,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.InvokeBrokerToGetConsumerStatus, b.admin.HandleInvokeBrokerToGetConsumerStatus, admin)
 	reg(remoting.GetConsumerRunningInfo, b.admin.HandleGetConsumerRunningInfo, admin)
 	reg(remoting.ConsumeMessageDirectly, b.admin.HandleConsumeMessageDirectly, admin)
+	reg(remoting.CloneGroupOffset, b.admin.HandleCloneGroupOffset, admin)
 
 	b.server.OnConnClose(b.onConnClose)
 }

@@ -52,8 +52,11 @@ func newRegistrar(b *Broker, local LocalNamesrv) *registrar {
 		cancel: cancel,
 		b:      b,
 		local:  local,
-		client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second, Dial: b.dialer()}),
-		kick:   make(chan struct{}, 1),
+		// Every request to name servers and to the master (registration,
+		// route and metadata queries) is signed with the inner credentials.
+		client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second, Dial: b.dialer(),
+			Prepare: func(req *remoting.Command) { b.authsrv.Sign(req) }}),
+		kick: make(chan struct{}, 1),
 		changes: topicChanges{
 			pending: make(map[string]*routeBatch),
 			work:    make(chan struct{}, 1),
@@ -227,8 +230,7 @@ func (r *registrar) each(ctx context.Context, build func() *remoting.Command) er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := build()
-			r.b.authsrv.Sign(req)
+			req := build() // signed by the client's Prepare
 			resp, err := r.client.Invoke(ctx, a, req)
 			switch {
 			case err != nil:

@@ -255,10 +255,16 @@ func (b *Broker) startReplication() {
 			Logger:                b.logger,
 			SendHeartbeatInterval: millis(hc.SendHeartbeatInterval),
 			HousekeepingInterval:  millis(hc.HousekeepingInterval),
+			Dial:                  b.haDialer(),
 		})
 		r.slave.Start()
+		b.offsets.TrackLocalCommits()
+		b.loadCommitNote()
+		_, onDisk := b.offsets.LocalCommitsVersion()
 		b.repl = r
 		b.background(func() { b.runSlaveSync(r) })
+		b.background(func() { b.runSlaveResume(r) })
+		b.background(func() { b.runCommitNote(millis(cfg.FlushConsumerOffsetInterval), onDisk) })
 		return
 	}
 	if b.storeConfig().BrokerRole == store.SyncMaster && hc.InSyncReplicas < 2 {
@@ -305,6 +311,12 @@ func (b *Broker) listenReplication(bind, ip string, port int) error {
 	if err != nil {
 		return fmt.Errorf("listen on HA port %s:%d (haListenPort, default listenPort+1): %w", bind, hp, err)
 	}
+	wrapped, err := b.wrapListener("ha", ln)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	ln = wrapped
 	r.ln = ln
 	host := ip
 	if ip2 := strings.TrimSpace(cfg.BrokerIP2); ip2 != "" {
@@ -388,6 +400,15 @@ func (b *Broker) closeReplication() {
 	}
 }
 
+// masterUp reports, on a slave, whether its HA stream to the master is
+// connected: the data path then suggests the master to caught-up
+// consumers (a killed master's connection closes, or housekeeping closes
+// it after haHousekeepingInterval of silence).
+func (b *Broker) masterUp() bool {
+	r := b.repl
+	return r != nil && r.slave != nil && r.slave.Connected()
+}
+
 // isSlave reports whether the broker runs as a slave (brokerRole=SLAVE).
 func (b *Broker) isSlave() bool { return b.storeConfig().BrokerRole == store.Slave }
 
@@ -448,6 +469,17 @@ func (b *Broker) replicationRuntimeInfo(t map[string]string) {
 		t["slaveMaxOffset"] = strconv.FormatInt(b.store.MaxPhyOffset(), 10)
 		if err := r.slave.Err(); err != nil {
 			t["haClientError"] = err.Error()
+		}
+		// The metadata copy (replica_sync.go): version checks, whole
+		// tables fetched, offsets handed back to the master, and the
+		// master's timer checkpoint last copied.
+		t["slaveSyncVersionChecks"] = strconv.FormatInt(b.syncCounts.versionChecks.Load(), 10)
+		t["slaveSyncTopicFetches"] = strconv.FormatInt(b.syncCounts.topicFetches.Load(), 10)
+		t["slaveSyncGroupFetches"] = strconv.FormatInt(b.syncCounts.groupFetches.Load(), 10)
+		t["slaveSyncOffsetsHandedBack"] = strconv.FormatInt(b.syncCounts.offsetsPushed.Load(), 10)
+		t["slaveLocalOffsetsPending"] = strconv.Itoa(len(b.offsets.LocalCommits()))
+		if ck := b.timerCopy.Load(); ck != nil {
+			t["timerCheckpointCopiedReadTimeMs"] = strconv.FormatInt(ck.LastReadTimeMs, 10)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spoolmq/spool/internal/mempolicy"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/store/stats"
 	"github.com/spoolmq/spool/internal/timer"
@@ -176,6 +177,21 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	refused, refusedAuthn := b.authsrv.Refused()
 	i64("accessRefused", int64(refused))
 	i64("accessRefusedAuthentication", int64(refusedAuthn))
+	i64("connectionsRefusedTotal", int64(ss.RefusedConnsTotal))
+	i64("connectionsRefusedPerIp", int64(ss.RefusedConnsPerIP))
+	i64("connectionsAuthenticationTimeout", int64(ss.AuthTimeouts))
+
+	// The process's memory, in bytes: resident anonymous memory (0 where
+	// /proc is missing), the Go heap, the soft limit in force and how
+	// often free heap went back to the OS after a burst.
+	mem := mempolicy.ReadFigures()
+	i64("rssAnon", mem.RSSAnon)
+	i64("heapInuse", int64(mem.HeapInuse))
+	i64("heapIdle", int64(mem.HeapIdle))
+	i64("heapReleased", int64(mem.HeapReleased))
+	i64("heapSys", int64(mem.HeapSys))
+	i64("goMemoryLimit", mem.MemoryLimit)
+	i64("memoryReleases", mem.Releases)
 
 	// Transactions: the check service's index and read budget.
 	tx := b.TransactionStats()

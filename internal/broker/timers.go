@@ -1,11 +1,20 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
 
+	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // startTimers opens and starts the timing wheel when timerWheelEnable is
@@ -20,6 +29,7 @@ func (b *Broker) startTimers() error {
 	tc.CommitLogFileSize = b.storeConfig().MappedFileSizeCommitLog
 	tc.Logger = b.logger.With("service", "timer")
 	tc.Deliver = b.deliverTimer
+	tc.MasterCheckpoint = b.copiedTimerCheckpoint()
 	svc, err := timer.New(tc, b.store)
 	if err != nil {
 		return fmt.Errorf("timer wheel: %w", err)
@@ -63,4 +73,73 @@ func (b *Broker) TimerStats() (timer.Stats, bool) {
 		return timer.Stats{}, false
 	}
 	return b.timers.Stats(), true
+}
+
+// TimerCheckFile is the copy of its master's timer checkpoint a slave
+// keeps, under storePathRootDir/config (RocketMQ's timercheck name), in
+// the GET_TIMER_CHECK_POINT body's form.
+const TimerCheckFile = "timercheck"
+
+// handleGetTimerCheckPoint answers GET_TIMER_CHECK_POINT (60) with the
+// timing wheel's last checkpoint in RocketMQ's TimerCheckpoint body (and
+// Spool's scanFrom after it); without one, SYSTEM_ERROR as RocketMQ.
+func (b *Broker) handleGetTimerCheckPoint(_ *transport.Conn, req *remoting.Command) *remoting.Command {
+	if b.timers != nil {
+		if ck, ok := b.timers.LastCheckpoint(); ok {
+			resp := remoting.NewResponse(req, remoting.Success, "")
+			resp.Body = ck.Encode()
+			return resp
+		}
+	}
+	return remoting.NewResponse(req, remoting.SystemError, "The checkpoint is null")
+}
+
+// syncTimerCheckpoint copies the master's timer checkpoint, keeping it in
+// storePathRootDir/config/timercheck when it changed. A master without
+// one (its wheel off, or no checkpoint written yet) and a master that does
+// not know the request leave the copy as it is.
+func (b *Broker) syncTimerCheckpoint(addr string) error {
+	ctx, cancel := context.WithTimeout(b.registrar.base, 10*time.Second)
+	defer cancel()
+	resp, err := b.registrar.client.Invoke(ctx, addr, remoting.NewRequest(remoting.GetTimerCheckPoint, nil, nil))
+	if err != nil {
+		return err
+	}
+	if resp.Code != remoting.Success {
+		return nil
+	}
+	ck, err := timer.DecodeWireCheckpoint(resp.Body)
+	if err != nil {
+		return fmt.Errorf("GET_TIMER_CHECK_POINT: %w", err)
+	}
+	if old := b.timerCopy.Load(); old != nil && *old == ck {
+		return nil
+	}
+	path := filepath.Join(b.storeConfig().StorePathRootDir, "config", TimerCheckFile)
+	if err := metadata.WriteFileAtomic(path, ck.Encode()); err != nil {
+		return fmt.Errorf("keep the master's timer checkpoint: %w", err)
+	}
+	b.timerCopy.Store(&ck)
+	return nil
+}
+
+// copiedTimerCheckpoint reads the master's timer checkpoint this broker
+// copied while it was a slave (nil when there is none or it is unreadable:
+// the wheel then starts as without one). The wheel uses it only when it
+// finds no wheel file of its own.
+func (b *Broker) copiedTimerCheckpoint() *timer.WireCheckpoint {
+	path := filepath.Join(b.storeConfig().StorePathRootDir, "config", TimerCheckFile)
+	body, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			b.logger.Warn("timer: the copied master checkpoint is unreadable; ignored", "file", path, "err", err)
+		}
+		return nil
+	}
+	ck, err := timer.DecodeWireCheckpoint(body)
+	if err != nil {
+		b.logger.Warn("timer: the copied master checkpoint is unreadable; ignored", "file", path, "err", err)
+		return nil
+	}
+	return &ck
 }

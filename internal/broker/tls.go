@@ -67,3 +67,24 @@ func (b *Broker) dialer() func(ctx context.Context, network, addr string) (net.C
 	}
 	return b.tls.dial.DialContext
 }
+
+// wrapListener puts a listener the broker opened itself (the HA port)
+// under the TLS mode of its other ports (ln as is without TLS keys).
+func (b *Broker) wrapListener(name string, ln net.Listener) (net.Listener, error) {
+	if b.tls == nil {
+		return ln, nil
+	}
+	lc := b.tls.lc
+	lc.Name = name
+	return tlsconf.NewListener(ln, lc)
+}
+
+// haDialer is the HA slave's dial function: the tls.client.* side when
+// tls.enable is on (nil: the HA client dials plain TCP).
+func (b *Broker) haDialer() func(ctx context.Context, addr string) (net.Conn, error) {
+	if b.tls == nil || b.tls.dial.TLS == nil {
+		return nil
+	}
+	d := b.tls.dial
+	return func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+}

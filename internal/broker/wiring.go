@@ -185,6 +185,7 @@ func dataConfig(cfg *Config, scfg *store.Config) *datapath.Config {
 		MaxTransferBytesOnMessageInDisk: scfg.MaxTransferBytesOnMessageInDisk,
 		BrokerRole:                      scfg.BrokerRole,
 		SlaveReadEnable:                 cfg.HA.SlaveReadEnable,
+		BrokerID:                        cfg.BrokerID,
 	}
 }
 
@@ -216,6 +217,7 @@ func dataDeps(b *Broker) datapath.Deps {
 		ColdCharge:  b.cold.charge,
 
 		WaitReplicated: b.waitReplicated(),
+		MasterUp:       b.masterUp,
 		Stats:          b.traffic,
 	}
 }

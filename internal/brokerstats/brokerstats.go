@@ -180,6 +180,8 @@ type Manager struct {
 	// put or one pull touches, so the hot path does one lookup.
 	puts composite
 	gets composite
+
+	ops ops // ops.go
 }
 
 // entry holds the per-key items one call of IncTopicPut or IncGroupGet
@@ -188,6 +190,7 @@ type Manager struct {
 type entry struct {
 	nums, size, qnums, qsize *item
 	system                   bool
+	ops                      *topicOps // puts only
 }
 
 type composite struct {
@@ -227,6 +230,7 @@ func New(o Options) *Manager {
 	}
 	m.puts.m = make(map[Key]*entry)
 	m.gets.m = make(map[Key]*entry)
+	m.ops.init()
 	m.brokerPut = m.create(BrokerPutNums, Key{})
 	m.brokerPutNoSys = m.create(BrokerPutNumsWithoutSystemTopic, Key{})
 	m.brokerGet = m.create(BrokerGetNums, Key{})
@@ -261,6 +265,9 @@ func (m *Manager) entryFor(c *composite, k Key, nums, size, qnums, qsize Name) *
 		complete = complete && e.qnums != nil && e.qsize != nil
 	}
 	e.system = m.isSystem != nil && m.isSystem(k.Topic)
+	if c == &m.puts {
+		e.ops = m.topicOps(k.Topic)
+	}
 	if complete {
 		c.put(k, e)
 	}
@@ -314,6 +321,7 @@ func (m *Manager) create(name Name, k Key) *item {
 // DetailStats QUEUE_PUT_NUMS and QUEUE_PUT_SIZE.
 func (m *Manager) IncTopicPut(topic string, queueID int32, msgs int, size int64) {
 	e := m.entryFor(&m.puts, Key{Topic: topic, QueueID: queueID}, TopicPutNums, TopicPutSize, QueuePutNums, QueuePutSize)
+	e.ops.countSizes(msgs, size)
 	e.nums.add(int64(msgs), 1)
 	e.size.add(size, 1)
 	if m.detail {
@@ -430,6 +438,7 @@ func (m *Manager) Each(name Name, fn func(k Key, statsKey string, value, times i
 // deleted.
 func (m *Manager) RemoveTopic(topic string) {
 	m.removeIf(func(n Name, k Key) bool { return k.Topic == topic })
+	m.removeOps(topic, "")
 }
 
 // RemoveGroup drops every item of group, as RocketMQ does when a
@@ -442,6 +451,7 @@ func (m *Manager) RemoveGroup(group string) {
 		}
 		return false
 	})
+	m.removeOps("", group)
 }
 
 // CleanIdle drops the items whose figures have not moved for longer than

@@ -296,3 +296,45 @@ func BenchmarkIncGroupGetDetail(b *testing.B) {
 		m.IncGroupGet("group", "topic", 3, 1, 100)
 	}
 }
+
+// The figures of ops.go: sizes by RocketMQ's buckets, transaction ends,
+// dead letters and pulled offsets, all removed with their topic or group.
+func TestOpsFigures(t *testing.T) {
+	m := New(Options{})
+	m.IncTopicPut("T", 0, 1, 100)    // <= 1 KiB
+	m.IncTopicPut("T", 1, 2, 2*5000) // two of 5000 B: <= 512 KiB
+	m.IncTopicPut("T", 0, 1, 8<<20)  // above 4 MiB: +Inf only
+	m.IncTransaction("T", true)
+	m.IncTransaction("T", false)
+	m.IncTransaction("T", false)
+	m.IncSendToDLQ("g", "T")
+	m.NotePulled("g", "T", 1, 7)
+	m.NotePulled("g", "T", 1, 5) // never back
+	m.NotePulled("h", "U", 0, 3)
+	ts := m.Topics()
+	if len(ts) != 1 || ts[0].Topic != "T" || ts[0].Commits != 1 || ts[0].Rollbacks != 2 {
+		t.Fatalf("Topics: %+v", ts)
+	}
+	if h := ts[0].Sizes; h.Counts != [6]uint64{1, 1, 3, 3, 3, 3} || h.Count != 4 || h.Sum != 100+10000+8<<20 {
+		t.Fatalf("sizes: %+v", h)
+	}
+	if d := m.SentToDLQ(); d[GroupTopic{"g", "T"}] != 1 {
+		t.Fatalf("SentToDLQ: %v", d)
+	}
+	if p := m.Pulled("g", "T"); p[1] != 7 {
+		t.Fatalf("Pulled: %v", p)
+	}
+	m.RemoveGroup("g")
+	if len(m.SentToDLQ()) != 0 || len(m.Pulled("g", "T")) != 0 || len(m.Pulled("h", "U")) != 1 {
+		t.Fatalf("after RemoveGroup: %v %v", m.SentToDLQ(), m.Pulled("h", "U"))
+	}
+	m.RemoveTopic("T")
+	if len(m.Topics()) != 0 {
+		t.Fatalf("after RemoveTopic: %+v", m.Topics())
+	}
+	// The put entry cache is rebuilt: a new put counts again.
+	m.IncTopicPut("T", 0, 1, 10)
+	if ts := m.Topics(); len(ts) != 1 || ts[0].Sizes.Count != 1 {
+		t.Fatalf("after a new put: %+v", ts)
+	}
+}

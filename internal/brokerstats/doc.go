@@ -24,6 +24,13 @@
 // (Dropped), never stored. Topics and groups that are deleted are removed
 // with RemoveTopic and RemoveGroup, idle items with CleanIdle.
 //
+// Beside the items the Manager keeps the figures the metrics read and
+// RocketMQ keeps elsewhere (ops.go): per topic a message-size histogram
+// (RocketMQ 5's rocketmq_message_size buckets) and the transaction
+// commits and rollbacks, per group and topic the messages moved to the
+// dead-letter queue, and per group, topic and queue the next offset
+// pulled. They are capped and removed like the items.
+//
 // Time comes from the Options' clock.Clock; tests drive the samplers
 // directly (SampleMinute, SampleHour, SampleDay) under a clock.Manual.
 //

@@ -176,7 +176,7 @@ func Bind(props map[string]string, targets ...any) (Report, error) {
 	for _, k := range sortedKeys(props) {
 		v := props[k]
 		bound := byKey[k]
-		if r := refusal(k, v, len(bound) > 0); r != "" {
+		if r := refusal(k, v, len(bound) > 0, props); r != "" {
 			errs = append(errs, fmt.Errorf("%w: %s=%s: %s", ErrNotBuilt, k, strings.TrimSpace(v), r))
 			continue
 		}
@@ -258,7 +258,7 @@ func UpdateLive(props map[string]string, targets ...any) error {
 			}
 			continue
 		}
-		if r := refusal(k, v, true); r != "" {
+		if r := refusal(k, v, true, nil); r != "" {
 			errs = append(errs, fmt.Errorf("%w: %s=%s: %s", ErrNotBuilt, k, strings.TrimSpace(v), r))
 			continue
 		}

@@ -277,3 +277,23 @@ func TestKnownKeysSorted(t *testing.T) {
 		}
 	}
 }
+
+// allAckInSyncStateSet and minInSyncReplicas act in controller mode: the
+// refusal is lifted only when enableControllerMode=true comes with them.
+func TestControllerModeLiftsInSyncRefusals(t *testing.T) {
+	on := map[string]string{"enableControllerMode": "true"}
+	for _, kv := range [][2]string{{"allAckInSyncStateSet", "true"}, {"minInSyncReplicas", "2"}} {
+		if r := refusal(kv[0], kv[1], false, nil); r == "" {
+			t.Errorf("%s=%s accepted outside controller mode", kv[0], kv[1])
+		}
+		if r := refusal(kv[0], kv[1], false, map[string]string{"enableControllerMode": "false"}); r == "" {
+			t.Errorf("%s=%s accepted with enableControllerMode=false", kv[0], kv[1])
+		}
+		if r := refusal(kv[0], kv[1], false, on); r != "" {
+			t.Errorf("%s=%s refused in controller mode: %s", kv[0], kv[1], r)
+		}
+	}
+	if r := refusal("totalReplicas", "3", false, on); r == "" {
+		t.Error("totalReplicas=3 accepted in controller mode (it needs slaves acting as masters)")
+	}
+}

@@ -33,6 +33,9 @@ type refusalRule struct {
 	// onlyUnbuilt: the rule applies only while no target declares the key
 	// (a target that declares it enforces the value itself).
 	onlyUnbuilt bool
+	// unlessTrue names a key that, set to true in the same properties,
+	// lifts the rule (a value built only in that mode).
+	unlessTrue string
 }
 
 func isTrue(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
@@ -75,9 +78,9 @@ var refusals = map[string]refusalRule{
 	"enableDLegerCommitLog":   {refuse: whenTrue(noReplication)},
 	"duplicationEnable":       {refuse: whenTrue(noReplication)},
 	"enableSlaveActingMaster": {refuse: whenTrue(noReplication)},
-	"allAckInSyncStateSet":    {refuse: whenTrue(noReplication)},
+	"allAckInSyncStateSet":    {refuse: whenTrue(noReplication), unlessTrue: "enableControllerMode"},
 	"totalReplicas":           {refuse: whenAbove(1, noActingMaster)},
-	"minInSyncReplicas":       {refuse: whenAbove(1, noActingMaster)},
+	"minInSyncReplicas":       {refuse: whenAbove(1, noActingMaster), unlessTrue: "enableControllerMode"},
 	// Access control is built in the broker (which declares these keys);
 	// elsewhere (the name server) the keys would be ignored.
 	"aclEnable":             {onlyUnbuilt: true, refuse: whenTrue(noAccess)},
@@ -103,10 +106,11 @@ func nonEmpty(v, reason string) string {
 	return ""
 }
 
-// refusal returns why key=value is refused, or "".
-func refusal(key, value string, bound bool) string {
+// refusal returns why key=value is refused, or "". props are the
+// properties key came with (nil for a live update).
+func refusal(key, value string, bound bool, props map[string]string) string {
 	r, ok := refusals[key]
-	if !ok || (r.onlyUnbuilt && bound) {
+	if !ok || (r.onlyUnbuilt && bound) || (r.unlessTrue != "" && isTrue(props[r.unlessTrue])) {
 		return ""
 	}
 	return r.refuse(value)

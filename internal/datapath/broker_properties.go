@@ -56,6 +56,17 @@ func writeBrokerProperties(sb *strings.Builder, cfg *Config) {
 	writeProperty(sb, message.PropertyTraceSwitch, strconv.FormatBool(cfg.TraceOn))
 }
 
+// appendBrokerProperties is writeBrokerProperties into a byte buffer.
+func appendBrokerProperties(dst []byte, cfg *Config) []byte {
+	if cfg.BrokerClusterName != "" {
+		dst = appendProperty(dst, message.PropertyCluster, cfg.BrokerClusterName)
+	}
+	if cfg.RegionID != "" {
+		dst = appendProperty(dst, message.PropertyMsgRegion, cfg.RegionID)
+	}
+	return appendProperty(dst, message.PropertyTraceSwitch, strconv.FormatBool(cfg.TraceOn))
+}
+
 // needsSeparator reports whether a property string must get a 0x02 before
 // more pairs are appended to it.
 func needsSeparator(s string) bool {

@@ -62,6 +62,8 @@ type Config struct {
 	// a slave refuses sends, and pulls unless SlaveReadEnable.
 	BrokerRole      string
 	SlaveReadEnable bool
+	// BrokerID is brokerId (0 on a master).
+	BrokerID int64
 
 	// The store's keys.
 	MaxMessageSize                  int
@@ -125,6 +127,15 @@ type Deps struct {
 	// enough copies (PutOK), or with FlushSlaveTimeout or
 	// SlaveNotAvailable. It must not block.
 	WaitReplicated func(end int64, done func(store.PutStatus))
+	// MasterUp reports, on a slave, whether its master is registered and
+	// its HA stream connected (nil: never); pull answers suggest the
+	// master only then.
+	MasterUp func() bool
+	// AdmitPut (controller mode; nil otherwise) is asked before a send is
+	// stored: PutOK, or the status and remark it is refused with at once
+	// (a fenced master: ServiceNotAvailable; a sync-state set below
+	// minInSyncReplicas: InSyncReplicasNotEnough). It must not block.
+	AdmitPut func() (store.PutStatus, string)
 	// Stats counts traffic per topic and group (nil counts nothing).
 	Stats Stats
 }
@@ -157,6 +168,8 @@ type Path struct {
 	flow        *Flow
 	// waitReplicated is Deps.WaitReplicated.
 	waitReplicated func(end int64, done func(store.PutStatus))
+	masterUp       func() bool
+	admitPut       func() (store.PutStatus, string)
 
 	// Set once by UseExecutors, before the first request.
 	sendEx, pullEx, litePullEx *transport.Executor
@@ -176,7 +189,7 @@ func New(d Deps) *Path {
 		addr: d.Addr, storeHost: d.StoreHost, stopping: d.Stopping,
 		holdRoute: d.HoldRoute, routeWait: d.RouteWait,
 		countPut: d.CountPut, countGet: d.CountGet, stats: statsOr(d.Stats),
-		waitReplicated: d.WaitReplicated,
+		waitReplicated: d.WaitReplicated, masterUp: d.MasterUp, admitPut: d.AdmitPut,
 	}
 	p.flow = newFlow(p, d.ColdTake, d.ColdCharge)
 	return p

@@ -43,6 +43,9 @@ func (d *Path) HandleEndTransaction(c *transport.Conn, req *remoting.Command) tr
 			(fromCheck || h.ImmunityMs == 0) {
 			rs := c.Defer(req)
 			d.tx.PutOp(tranOffset, func(code int32, remark string) {
+				if code == remoting.Success {
+					d.stats.IncTransaction(h.Topic, false)
+				}
 				d.replyLater(rs, remoting.NewResponse(req, code, remark))
 			})
 			return transport.Later(rs)
@@ -80,6 +83,9 @@ func (d *Path) HandleEndTransaction(c *transport.Conn, req *remoting.Command) tr
 	if state == message.TransactionRollbackType {
 		rs := c.Defer(req)
 		d.tx.PutOp(ext.QueueOffset, func(code int32, remark string) {
+			if code == remoting.Success {
+				d.stats.IncTransaction(ext.Properties[message.PropertyRealTopic], false)
+			}
 			d.replyLater(rs, remoting.NewResponse(req, code, remark))
 		})
 		return transport.Later(rs)
@@ -112,6 +118,9 @@ func (d *Path) HandleEndTransaction(c *transport.Conn, req *remoting.Command) tr
 			return
 		}
 		d.tx.PutOp(ext.QueueOffset, func(code int32, remark string) {
+			if code == remoting.Success {
+				d.stats.IncTransaction(m.Topic, true)
+			}
 			d.replyLater(rs, remoting.NewResponse(req, code, remark))
 		})
 	})

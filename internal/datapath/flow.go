@@ -3,6 +3,7 @@ package datapath
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -222,5 +223,9 @@ func (d *Path) coldRetryResponse(req *remoting.Command, h *pullHeader) *remoting
 	d.flow.ColdRetried.Add(1)
 	resp := remoting.NewResponse(req, remoting.PullRetryImmediately, fmt.Sprintf(
 		"cold-read budget spent, coldReadBytesPerSecond: %d", d.config().ColdReadBytesPerSecond))
-	return d.withPullExt(h, resp)
+	resp = d.withPullExt(h, resp)
+	// The pull was found outside the in-memory window: suggest as for a
+	// read behind memory (a slave, with slaveReadEnable).
+	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(d.suggestion(h, d.groups.Find(h.consumerGroup), &store.GetResult{SuggestPullingFromSlave: true}), 10))
+	return resp
 }

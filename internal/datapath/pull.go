@@ -24,8 +24,7 @@ const (
 	PullFlagLitePull     = 1 << 4
 )
 
-// masterID is the broker id of a master; pulls are always told to come back
-// to it (no slaves are built).
+// masterID is the broker id of a master (RocketMQ's MixAll.MASTER_ID).
 const masterID = 0
 
 // pullHeader is a decoded PULL_MESSAGE / LITE_PULL_MESSAGE header.
@@ -115,11 +114,34 @@ func (d *Path) withPullExt(h *pullHeader, resp *remoting.Command) *remoting.Comm
 	if resp == nil || resp.Ext("nextBeginOffset") != "" {
 		return resp
 	}
-	resp.SetExt("suggestWhichBrokerId", strconv.Itoa(masterID))
+	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(d.suggestion(h, d.groups.Find(h.consumerGroup), nil), 10))
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(h.queueOffset, 10))
 	resp.SetExt("minOffset", strconv.FormatInt(d.store.MinOffsetInQueue(h.topic, h.queueID), 10))
 	resp.SetExt("maxOffset", strconv.FormatInt(d.store.MaxOffsetInQueue(h.topic, h.queueID), 10))
 	return resp
+}
+
+// suggestion is a pull answer's suggestWhichBrokerId (suggestBroker): sg
+// is the pull's subscription group (nil: RocketMQ's defaults), res the
+// store's answer (nil when the pull did not read the store).
+func (d *Path) suggestion(h *pullHeader, sg *metadata.SubscriptionGroupConfig, res *store.GetResult) int64 {
+	cfg := d.config()
+	in := suggestInput{
+		slaveReadEnable: cfg.SlaveReadEnable,
+		slave:           cfg.BrokerRole == roleSlave,
+		selfID:          cfg.BrokerID,
+		whenSlow:        1,
+	}
+	if in.slave && d.masterUp != nil {
+		in.masterUp = d.masterUp()
+	}
+	if sg != nil {
+		in.groupBrokerID, in.whenSlow = sg.BrokerID, sg.WhichBrokerWhenConsumeSlowly
+	}
+	if res != nil {
+		in.read, in.slow = true, res.SuggestPullingFromSlave
+	}
+	return suggestBroker(in)
 }
 
 // answerRerun runs a held pull again (it may then neither suspend nor
@@ -230,7 +252,7 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 	}
 	d.flow.afterColdRead(cold, res)
 	resp = remoting.NewResponse(req, remoting.SystemError, res.Status.String())
-	resp.SetExt("suggestWhichBrokerId", strconv.Itoa(masterID))
+	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(d.suggestion(h, sg, res), 10))
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
 	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
 	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))

@@ -32,6 +32,24 @@ func (d *Path) slavePullRefusal(req *remoting.Command) *remoting.Command {
 	return remoting.NewResponse(req, remoting.SystemBusy, rejectRequest+": the broker is a slave and slaveReadEnable=false")
 }
 
+// InSyncReplicasNotEnoughRemark is RocketMQ's remark for a put refused
+// IN_SYNC_REPLICAS_NOT_ENOUGH (answered SYSTEM_ERROR).
+const InSyncReplicasNotEnoughRemark = "in-sync replicas not enough"
+
+// replicaRefusal answers a send at once in controller mode when the
+// replication engine refuses it (fenced, too few in-sync replicas).
+func (d *Path) replicaRefusal(req *remoting.Command) *remoting.Command {
+	if d.admitPut == nil {
+		return nil
+	}
+	s, remark := d.admitPut()
+	if s == store.PutOK {
+		return nil
+	}
+	code, remark := PutStatusCode(store.PutResult{Status: s, Remark: remark})
+	return remoting.NewResponse(req, code, remark)
+}
+
 // replicated wraps a put's completion: on a SYNC_MASTER (Deps.WaitReplicated
 // set) a stored message that asked to wait (waitStoreMsgOK) is answered
 // once the replication wait ends, with the worse of the flush's and the
@@ -63,6 +81,12 @@ func CombineReplication(r store.PutResult, replica store.PutStatus) store.PutRes
 		r.Status, r.Remark = replica, "the slave did not acknowledge the message within slaveTimeout"
 	case store.SlaveNotAvailable:
 		r.Status, r.Remark = replica, "no slave is in sync (SYNC_MASTER waits for max(inSyncReplicas, 2) copies)"
+	case store.InSyncReplicasNotEnough:
+		r.Status, r.Remark = replica, InSyncReplicasNotEnoughRemark+" (the sync-state set is smaller than minInSyncReplicas)"
+	case store.ServiceNotAvailable:
+		// Controller mode: the master was fenced or lost its role while
+		// the send waited; the message may exist only here.
+		r.Status, r.Remark = replica, "the master stopped acknowledging (controller lease lost or role changed) before the sync-state set held the message"
 	}
 	return r
 }

@@ -53,3 +53,48 @@ func TestReplicatedWaitsOnlyForWaitingPuts(t *testing.T) {
 		t.Fatal("no wrapper without a replication wait")
 	}
 }
+
+// Controller mode: a send is refused before it is stored when the
+// replication engine says so, with RocketMQ's code and a remark that
+// says why; the post-store wait's controller-mode outcomes map the same
+// way.
+func TestReplicaRefusalAnswersAtOnce(t *testing.T) {
+	req := &remoting.Command{Code: 10}
+	if (&Path{}).replicaRefusal(req) != nil {
+		t.Fatal("refused without an admission hook")
+	}
+	for _, c := range []struct {
+		status store.PutStatus
+		remark string
+		code   int32
+		want   string
+	}{
+		{store.PutOK, "", -1, ""},
+		{store.InSyncReplicasNotEnough, "", remoting.SystemError, InSyncReplicasNotEnoughRemark},
+		{store.ServiceNotAvailable, "[FENCED] lease lost", remoting.ServiceNotAvailable, "[FENCED] lease lost"},
+	} {
+		d := &Path{admitPut: func() (store.PutStatus, string) { return c.status, c.remark }}
+		resp := d.replicaRefusal(req)
+		if c.code < 0 {
+			if resp != nil {
+				t.Fatalf("%v refused", c.status)
+			}
+			continue
+		}
+		if resp == nil || resp.Code != c.code || resp.Remark != c.want {
+			t.Fatalf("%v: %+v, want code %d remark %q", c.status, resp, c.code, c.want)
+		}
+	}
+	for _, c := range []struct {
+		replica store.PutStatus
+		want    int32
+	}{
+		{store.InSyncReplicasNotEnough, remoting.SystemError},
+		{store.ServiceNotAvailable, remoting.ServiceNotAvailable},
+	} {
+		r := CombineReplication(store.PutResult{Status: store.PutOK}, c.replica)
+		if code, remark := PutStatusCode(r); code != c.want || remark == "" {
+			t.Errorf("replica %v: code %d remark %q, want %d", c.replica, code, remark, c.want)
+		}
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/spoolmq/spool/internal/metadata"
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
+	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
@@ -25,18 +27,30 @@ type sendTarget struct {
 	h       *sendHeader
 	tc      *metadata.TopicConfig
 	queueID int32
+	// hdr and msg are the header and the message of a send, kept in the
+	// target so that one allocation serves all three.
+	hdr sendHeader
+	msg message.Inner
+	// propsBuf holds the header's properties with room for what sendPlain
+	// appends (see parseSendHeaderInto); nil when not read that way.
+	propsBuf []byte
 }
 
 // HandleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
 // It answers validation failures at once; a message that reaches the store
 // is answered from the store's completion, so no worker waits for a flush.
 func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
-	h, err := parseSendHeader(req, d.nowMillis)
-	if err != nil {
+	t := &sendTarget{}
+	room := 0
+	if req.Code != remoting.SendBatchMessage {
+		room = plainPropertiesRoom(d.config())
+	}
+	var err error
+	if t.propsBuf, err = parseSendHeaderInto(req, d.nowMillis, &t.hdr, room); err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
-	t, resp := d.checkSend(c, req, h)
-	if resp != nil {
+	t.h = &t.hdr
+	if resp := d.checkTarget(c, req, t); resp != nil {
 		return transport.Respond(resp)
 	}
 	if req.Code == remoting.SendBatchMessage {
@@ -48,21 +62,35 @@ func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Re
 // checkSend runs the checks of RocketMQ's msgCheck: broker and topic
 // permission, topic name, auto-creation, queue id.
 func (d *Path) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader) (*sendTarget, *remoting.Command) {
-	cfg := d.config()
-	if d.stopping() {
-		return nil, remoting.NewResponse(req, remoting.ServiceNotAvailable, "the broker is shutting down")
-	}
-	if resp := d.slaveRefusal(req); resp != nil {
+	t := &sendTarget{h: h}
+	if resp := d.checkTarget(c, req, t); resp != nil {
 		return nil, resp
 	}
+	return t, nil
+}
+
+// checkTarget is checkSend on a target holding the header; it fills in the
+// topic config and the queue id.
+func (d *Path) checkTarget(c *transport.Conn, req *remoting.Command, t *sendTarget) *remoting.Command {
+	h := t.h
+	cfg := d.config()
+	if d.stopping() {
+		return remoting.NewResponse(req, remoting.ServiceNotAvailable, "the broker is shutting down")
+	}
+	if resp := d.slaveRefusal(req); resp != nil {
+		return resp
+	}
+	if resp := d.replicaRefusal(req); resp != nil {
+		return resp
+	}
 	if !metadata.IsWriteable(cfg.BrokerPermission) {
-		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", d.addr()))
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", d.addr()))
 	}
 	if r := validateTopic(h.topic); r != "" {
-		return nil, remoting.NewResponse(req, remoting.InvalidParameter, r)
+		return remoting.NewResponse(req, remoting.InvalidParameter, r)
 	}
 	if isNotAllowedSendTopic(h.topic) {
-		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.topic))
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.topic))
 	}
 	tc := d.topics.Find(h.topic)
 	if tc == nil {
@@ -71,16 +99,16 @@ func (d *Path) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader
 			tc, _ = d.topics.CreateInSendBack(h.topic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		}
 		if tc == nil {
-			return nil, remoting.NewResponse(req, remoting.TopicNotExist,
+			return remoting.NewResponse(req, remoting.TopicNotExist,
 				fmt.Sprintf("topic[%s] not exist, apply first please! %s", h.topic, faqURL))
 		}
 	}
 	d.holdRoute(req, h.topic) // answered once a new topic is registered
 	if !metadata.IsWriteable(tc.Perm) {
-		return nil, remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.topic))
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.topic))
 	}
 	if int(h.queueID) >= tc.QueueIDBound() {
-		return nil, remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf(
+		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf(
 			"request queueId[%d] is illegal, topic:[%s] readQueueNums:[%d] writeQueueNums:[%d] Producer: %s",
 			h.queueID, h.topic, tc.ReadQueueNums, tc.WriteQueueNums, remoteString(c)))
 	}
@@ -88,7 +116,8 @@ func (d *Path) checkSend(c *transport.Conn, req *remoting.Command, h *sendHeader
 	if qid < 0 {
 		qid = rand.Int32N(int32(max(tc.WriteQueueNums, 1)))
 	}
-	return &sendTarget{h: h, tc: tc, queueID: qid}, nil
+	t.tc, t.queueID = tc, qid
+	return nil
 }
 
 func remoteString(c *transport.Conn) string {
@@ -159,7 +188,10 @@ func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.In
 	err := d.PutMessage(m, func(r store.PutResult) {
 		d.countPut(m.Topic, r)
 		d.countTopicPut(m.Topic, m.QueueID, r, start)
-		d.replyLater(rs, d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}))
+		resp := d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset})
+		d.attachRecallHandle(req, m, resp)
+		d.countRetryToDLQ(m, resp)
+		d.replyLater(rs, resp)
 	})
 	if err != nil {
 		return transport.Respond(remoting.NewResponse(req, timer.ResponseCode(err), err.Error()))
@@ -207,6 +239,14 @@ func scanPlainProperties(s string) (plainProperties, bool) {
 	return ps, plain && kept == len(s)
 }
 
+// appendProperty appends name 0x01 value 0x02.
+func appendProperty(dst []byte, name, value string) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, message.NameValueSeparator)
+	dst = append(dst, value...)
+	return append(dst, message.PropertySeparator)
+}
+
 // writeProperty writes name 0x01 value 0x02.
 func writeProperty(sb *strings.Builder, name, value string) {
 	sb.WriteString(name)
@@ -219,7 +259,8 @@ func writeProperty(sb *strings.Builder, name, value string) {
 // its header, body and connection; the caller adds the properties.
 func (d *Path) innerFromSend(c *transport.Conn, req *remoting.Command, t *sendTarget) *message.Inner {
 	h := t.h
-	return &message.Inner{
+	m := &t.msg
+	*m = message.Inner{
 		Topic:          h.topic,
 		QueueID:        t.queueID,
 		Flag:           h.flag,
@@ -230,6 +271,7 @@ func (d *Path) innerFromSend(c *transport.Conn, req *remoting.Command, t *sendTa
 		StoreHost:      d.storeHost(),
 		ReconsumeTimes: h.reconsumeTimes,
 	}
+	return m
 }
 
 // sendPlain stores a single message whose properties need no rewriting
@@ -248,16 +290,31 @@ func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget
 	if addUniq {
 		ps.uniq = message.NewUniqID()
 	}
-	var sb strings.Builder
-	sb.Grow(len(ps.s) + len(message.PropertyUniqClientMessageIDKeyIdx) + len(ps.uniq) + 2 + brokerPropertiesLen(cfg))
-	sb.WriteString(ps.s)
-	if addUniq {
-		writeProperty(&sb, message.PropertyUniqClientMessageIDKeyIdx, ps.uniq)
+	// The header's properties were read with room for what is appended
+	// here (plainPropertiesRoom): the stored string is built in place.
+	buf := t.propsBuf
+	t.propsBuf = nil
+	if len(buf) != len(ps.s) {
+		buf = append(make([]byte, 0, len(ps.s)+plainPropertiesRoom(cfg)), ps.s...)
 	}
-	writeBrokerProperties(&sb, cfg)
-	m.PropertiesString = sb.String()
+	if addUniq {
+		buf = appendProperty(buf, message.PropertyUniqClientMessageIDKeyIdx, ps.uniq)
+	}
+	buf = appendBrokerProperties(buf, cfg)
+	// buf is never written again; the bytes before len(ps.s) were never
+	// written after ps.s was made from them.
+	m.PropertiesString = unsafe.String(unsafe.SliceData(buf), len(buf))
 	return d.putSingle(c, req, m, t.queueID, ps.uniq)
 }
+
+// plainPropertiesRoom is what sendPlain appends to a client's properties at
+// most: a UNIQ_KEY and the broker's properties.
+func plainPropertiesRoom(cfg *Config) int {
+	return len(message.PropertyUniqClientMessageIDKeyIdx) + 2 + uniqIDRoom + brokerPropertiesLen(cfg)
+}
+
+// uniqIDRoom is the length of message.NewUniqID's ids, with margin.
+const uniqIDRoom = 40
 
 // retryToDLQ applies the retry-topic rules to a send to %RETRY%<group>:
 // the group must exist, and a message past its reconsume limit (or of a
@@ -351,7 +408,9 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"message body size exceeded: batch body %d bytes, maxMessageSize %d", len(req.Body), limit)))
 	}
-	members, err := message.DecodeBatchBody(req.Body, 0)
+	// The members' properties alias the request's body, which is never
+	// written again; the broker's properties are added in one new string.
+	members, err := message.DecodeBatchBodyView(req.Body, 0)
 	if err != nil {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, err.Error()))
 	}
@@ -391,6 +450,34 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 	return transport.Later(rs)
 }
 
+// countRetryToDLQ counts a message sent to a retry topic that retryToDLQ
+// moved to the dead-letter queue, under the topic it was first sent to.
+func (d *Path) countRetryToDLQ(m *message.Inner, resp *remoting.Command) {
+	if resp.Code != remoting.Success || !strings.HasPrefix(m.Topic, systopic.DLQPrefix) {
+		return
+	}
+	topic := m.Properties[message.PropertyRetryTopic]
+	if topic == "" {
+		topic = retryGroupTopicPrefix + strings.TrimPrefix(m.Topic, systopic.DLQPrefix)
+	}
+	d.stats.IncSendToDLQ(strings.TrimPrefix(m.Topic, systopic.DLQPrefix), topic)
+}
+
+// attachRecallHandle adds recallHandle to a successful single send's
+// answer when the message went to the timing wheel (not for a retry
+// topic), as RocketMQ's SendMessageProcessor does.
+func (d *Path) attachRecallHandle(req *remoting.Command, m *message.Inner, resp *remoting.Command) {
+	if m.Topic != timer.Topic || resp.Code != remoting.Success || (req.Code != remoting.SendMessage && req.Code != remoting.SendMessageV2) {
+		return
+	}
+	real, uniq := m.Properties[message.PropertyRealTopic], m.Properties[message.PropertyUniqClientMessageIDKeyIdx]
+	due, err := strconv.ParseInt(m.Properties[message.PropertyTimerOutMS], 10, 64)
+	if err != nil || real == "" || uniq == "" || isRetryTopic(real) {
+		return
+	}
+	resp.SetExt("recallHandle", timer.RecallHandle(real, d.config().BrokerName, due, uniq))
+}
+
 // sendResponse maps a put result to the send answer: code, remark and the
 // msgId/queueId/queueOffset/transactionId/MSG_REGION/TRACE_ON ext fields.
 func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID int32, uniq string, offsets []int64) *remoting.Command {
@@ -398,39 +485,33 @@ func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID in
 	if r.Status == store.OSPageCacheBusy {
 		d.flow.PCSynchronized.Add(1)
 	}
-	resp := remoting.NewResponse(req, code, remark)
 	switch code {
 	case remoting.Success, remoting.FlushDiskTimeout, remoting.FlushSlaveTimeout, remoting.SlaveNotAvailable:
 	default:
-		return resp
-	}
-	var msgID string
-	switch len(offsets) {
-	case 0:
-	case 1:
-		msgID = message.OffsetMsgID(d.storeHost(), offsets[0])
-	default:
-		var sb strings.Builder
-		for i, off := range offsets {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString(message.OffsetMsgID(d.storeHost(), off))
-		}
-		msgID = sb.String()
+		return remoting.NewResponse(req, code, remark)
 	}
 	cfg := d.config()
-	// Sized once for every key below: no growth while filling it.
-	ext := make(map[string]string, 6)
-	ext["msgId"] = msgID
-	ext["queueId"] = strconv.Itoa(int(queueID))
-	ext["queueOffset"] = strconv.FormatInt(r.QueueOffset, 10)
+	// The fields' text goes into one buffer allocated with the answer
+	// (the offsetMsgIds and numbers formatted in place).
+	resp, w := remoting.NewResponseExt(req, code, remark)
+	w.Append("msgId", func(dst []byte) []byte {
+		host := d.storeHost()
+		for i, off := range offsets {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = message.AppendOffsetMsgID(dst, host, off)
+		}
+		return dst
+	})
+	w.Int("queueId", int64(queueID))
+	w.Int("queueOffset", r.QueueOffset)
 	if uniq != "" {
-		ext["transactionId"] = uniq
+		w.Str("transactionId", uniq)
 	}
-	ext[message.PropertyMsgRegion] = cfg.RegionID
-	ext[message.PropertyTraceSwitch] = strconv.FormatBool(cfg.TraceOn)
-	resp.ExtFields = ext
+	w.Str(message.PropertyMsgRegion, cfg.RegionID)
+	w.Str(message.PropertyTraceSwitch, strconv.FormatBool(cfg.TraceOn))
+	w.Close()
 	return resp
 }
 
@@ -456,6 +537,8 @@ func PutStatusCode(r store.PutResult) (int32, string) {
 			"service not available now: the broker's disk may be full, the store may be read-only after an I/O error, or shutting down")
 	case store.CreateMappedFileFailed:
 		return remoting.SystemError, withRemark("create mapped file failed, server is busy or broken.")
+	case store.InSyncReplicasNotEnough:
+		return remoting.SystemError, withRemark(InSyncReplicasNotEnoughRemark)
 	case store.MessageIllegal, store.PropertiesSizeExceeded:
 		return remoting.MessageIllegal, withRemark("the message is illegal, maybe msg body or properties length not matched")
 	case store.OSPageCacheBusy:

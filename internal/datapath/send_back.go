@@ -109,6 +109,9 @@ func (d *Path) HandleConsumerSendMsgBack(c *transport.Conn, req *remoting.Comman
 		d.countPut(m.Topic, r)
 		if r.Status == store.PutOK {
 			d.stats.IncSendBack(group, backTopic)
+			if newTopic == dlqTopic(group) {
+				d.stats.IncSendToDLQ(group, backTopic)
+			}
 			d.replyLater(rs, remoting.NewResponse(req, remoting.Success, ""))
 			return
 		}

@@ -72,27 +72,42 @@ type sendHeader struct {
 // otherwise): a lookup per field is cheaper than ranging over the map,
 // and there is no second lookup through the alias table.
 func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, error) {
+	h := &sendHeader{}
+	if _, err := parseSendHeaderInto(req, now, h, 0); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// parseSendHeaderInto is parseSendHeader into h. With propsRoom > 0 it
+// also returns a buffer holding the properties' bytes with that much room
+// to spare (h.properties shares them), so that the stored property string
+// can be built in place.
+func parseSendHeaderInto(req *remoting.Command, now func() int64, h *sendHeader, propsRoom int) ([]byte, error) {
 	r := processor.NewHeader(req)
 	names := &sendFieldNames
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
 		// Java maps V2 names for these codes; accept long names too.
-		if _, ok := req.ExtFields["b"]; ok {
+		if _, ok := req.LookupExt("b"); ok {
 			r.Alias(sendV2Keys) // error remarks name both
 			names = &sendFieldShort
 		}
 	}
 	var vals [sendFieldCount]string
 	var have [sendFieldCount]bool
-	if ext := req.ExtFields; ext != nil {
-		for i := range sfBname { // bname is not read
-			vals[i], have[i] = ext[names[i]]
+	var propsBuf []byte
+	for i := range sfBname { // bname is not read
+		if i == sfProperties && propsRoom > 0 {
+			vals[i], propsBuf, have[i] = req.ExtWithRoom(names[i], propsRoom)
+			continue
 		}
+		vals[i], have[i] = req.LookupExt(names[i])
 	}
 	str := func(i int, required bool) string { return r.StrOf(sendFieldNames[i], vals[i], have[i], required) }
 	i32 := func(i int, required bool, def int32) int32 {
 		return r.I32Of(sendFieldNames[i], vals[i], have[i], required, def)
 	}
-	h := &sendHeader{
+	*h = sendHeader{
 		producerGroup:         str(sfProducerGroup, true),
 		topic:                 str(sfTopic, true),
 		defaultTopic:          str(sfDefaultTopic, false),
@@ -116,8 +131,5 @@ func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, erro
 	if h.defaultTopic == "" {
 		h.defaultTopic = topicAutoCreate
 	}
-	if r.Err() != nil {
-		return nil, r.Err()
-	}
-	return h, nil
+	return propsBuf, r.Err()
 }

@@ -27,6 +27,15 @@ type Stats interface {
 	IncGroupGetLatency(group, topic string, queueID int32, ms int64)
 	// IncSendBack counts a message group sent back for retry from topic.
 	IncSendBack(group, topic string)
+	// IncSendToDLQ counts a message of topic group's retries moved to its
+	// dead-letter queue.
+	IncSendToDLQ(group, topic string)
+	// IncTransaction counts a half message of topic committed (commit) or
+	// rolled back.
+	IncTransaction(topic string, commit bool)
+	// NotePulled records the next offset a pull of group gives for a
+	// queue of topic.
+	NotePulled(group, topic string, queueID int32, next int64)
 }
 
 // noStats is the Stats of a data path built without one.
@@ -37,6 +46,9 @@ func (noStats) IncTopicPutLatency(string, int32, int64)         {}
 func (noStats) IncGroupGet(string, string, int32, int, int64)   {}
 func (noStats) IncGroupGetLatency(string, string, int32, int64) {}
 func (noStats) IncSendBack(string, string)                      {}
+func (noStats) IncSendToDLQ(string, string)                     {}
+func (noStats) IncTransaction(string, bool)                     {}
+func (noStats) NotePulled(string, string, int32, int64)         {}
 
 func statsOr(s Stats) Stats {
 	if s == nil {
@@ -61,6 +73,7 @@ func (d *Path) countTopicPut(topic string, queueID int32, r store.PutResult, sta
 // its last message waited in the store.
 func (d *Path) countGroupGet(group, topic string, queueID int32, res *store.GetResult) {
 	d.stats.IncGroupGet(group, topic, queueID, len(res.Buffers), int64(res.BufferTotalSize))
+	d.stats.NotePulled(group, topic, queueID, res.NextBeginOffset)
 	if ts := lastStoreTimestamp(res.Buffers); ts > 0 {
 		d.stats.IncGroupGetLatency(group, topic, queueID, max(d.nowMillis()-ts, 0))
 	}

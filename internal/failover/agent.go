@@ -31,6 +31,11 @@ type Deps struct {
 	// Client sends the controller requests (nil: the agent's own, closed
 	// with it).
 	Client *transport.Client
+	// Dial and Prepare configure the agent's own client: the dialer of
+	// the broker's tls.client.* settings and the signer of its inner
+	// credentials (nil: plain TCP, unsigned).
+	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	Prepare func(req *remoting.Command)
 	// MasterHAAddr maps the master's remoting address to its HA address
 	// (nil: the same host, port + 1, RocketMQ's default haListenPort).
 	MasterHAAddr func(masterAddr string) string
@@ -122,7 +127,7 @@ func New(d Deps) (*Agent, error) {
 		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 	cl := d.Client
 	if cl == nil {
-		cl, a.own = transport.NewClient(transport.ClientConfig{Logger: d.Logger}), true
+		cl, a.own = transport.NewClient(transport.ClientConfig{Logger: d.Logger, Dial: d.Dial, Prepare: d.Prepare}), true
 	}
 	a.ctl = &controllers{cl: cl, addrs: d.Config.Controllers(), timeout: d.CallTimeout}
 	return a, nil

@@ -6,8 +6,16 @@
 // that applies transfers in order, and the SYNC_MASTER wait as a plain
 // data structure (SyncWaiters) with one small driver (GroupTransfer).
 //
+// Controller mode's data plane is AutoSwitch (autoswitch*.go): RocketMQ
+// 5's AutoSwitch HA frames (autoswitch_wire.go draws them), the epoch
+// handshake, the slave's cut to the consistent point of the two epoch
+// tables before it appends or acknowledges anything, the confirm offset
+// over the sync-state set, allAckInSyncStateSet, minInSyncReplicas and
+// fencing. The classic protocol (Master, Slave) is unchanged for brokers
+// not in controller mode.
+//
 // The CommitLog is reached only through the Log interface defined here
-// (the store implements it); ha never imports the store, the broker, the
+// and its SwitchLog extension (the store implements them); ha never imports the store, the broker, the
 // transport or the name server. Time is read through internal/clock, so
 // heartbeats, housekeeping and the replication wait's deadlines are driven
 // by a manual clock in tests.

@@ -20,6 +20,15 @@ const (
 	// SlaveNotAvailable: too few slaves in sync to wait at all
 	// (SLAVE_NOT_AVAILABLE, 11).
 	SlaveNotAvailable
+	// InSyncReplicasNotEnough: controller mode, the sync-state set is
+	// smaller than minInSyncReplicas (RocketMQ answers SYSTEM_ERROR, 1,
+	// "in-sync replicas not enough").
+	InSyncReplicasNotEnough
+	// Fenced: controller mode, the master lost its controller lease and
+	// acknowledges nothing (SERVICE_NOT_AVAILABLE, 14).
+	Fenced
+	// NotMaster: controller mode, the broker is not the master (any more).
+	NotMaster
 )
 
 // Code is RocketMQ's response code for the outcome (0 for success).
@@ -29,6 +38,10 @@ func (o Outcome) Code() int {
 		return 12
 	case SlaveNotAvailable:
 		return 11
+	case InSyncReplicasNotEnough:
+		return 1
+	case Fenced, NotMaster:
+		return 14
 	}
 	return 0
 }
@@ -39,6 +52,12 @@ func (o Outcome) String() string {
 		return "FLUSH_SLAVE_TIMEOUT"
 	case SlaveNotAvailable:
 		return "SLAVE_NOT_AVAILABLE"
+	case InSyncReplicasNotEnough:
+		return "IN_SYNC_REPLICAS_NOT_ENOUGH"
+	case Fenced:
+		return "FENCED"
+	case NotMaster:
+		return "NOT_MASTER"
 	}
 	return "PUT_OK"
 }
@@ -249,6 +268,17 @@ func (g *GroupTransfer) Pending() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.w.Len()
+}
+
+// FailAll answers every waiting put with o at once (the driver keeps
+// running).
+func (g *GroupTransfer) FailAll(o Outcome) {
+	g.mu.Lock()
+	left := g.w.Drain(nil)
+	g.mu.Unlock()
+	for _, d := range left {
+		d(o)
+	}
 }
 
 // Close stops the driver and answers every waiter FLUSH_SLAVE_TIMEOUT;

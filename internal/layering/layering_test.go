@@ -38,6 +38,7 @@ var allowed = map[string][]string{
 	"internal/brokerstats":          {"internal/clock"},
 	"internal/metrics":              {},
 	"internal/console":              {},
+	"internal/mempolicy":            {},
 	"internal/clients":              {"internal/clock", "internal/filter", "internal/store", "message", "remoting", "remoting/transport"},
 	"internal/transaction":          {"internal/clock", "internal/corrupt", "internal/metadata", "internal/store", "internal/systopic", "message", "remoting"},
 	"internal/schedule":             {"internal/corrupt", "internal/metadata", "internal/store", "message"},

@@ -71,6 +71,7 @@ func pullKey(topic string, queueID int32) string {
 
 // Suspend holds p for at most timeout.
 func (s *Service) Suspend(p *Pull, timeout time.Duration) {
+	p.Responder.MarkLongPolled() // its answer is long-polled (is_long_polling)
 	key := pullKey(p.Topic, p.QueueID)
 	s.mu.Lock()
 	if s.closed {

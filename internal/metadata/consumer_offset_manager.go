@@ -29,6 +29,10 @@ type ConsumerOffsetManager struct {
 	version *versionStamp
 	dirty   atomic.Bool
 	File    *File
+	// local is the ledger of commits (nil unless TrackLocalCommits);
+	// localVersion counts its changes.
+	local        map[OffsetKey]int64
+	localVersion uint64
 }
 
 func NewConsumerOffsetManager(d Deps) *ConsumerOffsetManager {
@@ -117,6 +121,13 @@ func (m *ConsumerOffsetManager) Commit(group, topic string, queueID int32, offse
 		m.version.next()
 		m.dirty.Store(true)
 	}
+	if m.local != nil {
+		k := OffsetKey{Topic: topic, Group: group, QueueID: queueID}
+		if old, ok := m.local[k]; !ok || old != offset {
+			m.local[k] = offset
+			m.localVersion++
+		}
+	}
 	m.mu.Unlock()
 }
 
@@ -166,6 +177,12 @@ func (m *ConsumerOffsetManager) removeIf(match func(topic, group string) bool) {
 			removed = true
 		}
 	}
+	for k := range m.local {
+		if match(k.Topic, k.Group) {
+			delete(m.local, k)
+			m.localVersion++
+		}
+	}
 	if removed {
 		m.version.next()
 	}
@@ -173,4 +190,53 @@ func (m *ConsumerOffsetManager) removeIf(match func(topic, group string) bool) {
 	if removed {
 		m.File.MarkDirty()
 	}
+}
+
+// CloneOffsets replaces dst's offsets of topic with a copy of src's, as
+// RocketMQ's cloneOffset does; it reports whether src had any.
+func (m *ConsumerOffsetManager) CloneOffsets(src, dst, topic string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	from := m.table[offsetKey(topic, src)]
+	if from == nil {
+		return false
+	}
+	to := make(map[int32]int64, len(from))
+	for q, off := range from {
+		to[q] = off
+	}
+	m.table[offsetKey(topic, dst)] = to
+	m.version.next()
+	m.dirty.Store(true)
+	return true
+}
+
+// ClampTo lowers every committed offset above its queue's end (maxOffset)
+// to that end and returns how many it lowered: after a replica cut its
+// log for a role change, no group may point past what the queues hold
+// (apache/rocketmq#7689, #4771).
+func (m *ConsumerOffsetManager) ClampTo(maxOffset func(topic string, queueID int32) int64) int {
+	m.mu.Lock()
+	n := 0
+	for key, t := range m.table {
+		i := strings.LastIndexByte(key, '@')
+		if i < 0 {
+			continue
+		}
+		for q, off := range t {
+			if max := maxOffset(key[:i], q); off > max {
+				t[q] = max
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		m.version.next()
+		m.dirty.Store(true)
+	}
+	m.mu.Unlock()
+	if n > 0 {
+		m.File.MarkDirty()
+	}
+	return n
 }

@@ -111,3 +111,27 @@ func TestTopicJournalReplayAndEmpty(t *testing.T) {
 	}
 	m2.Journal.Close()
 }
+
+// After a replica cuts its log (controller mode), no committed offset
+// points past its queue's new end.
+func TestConsumerOffsetsClampToQueueEnds(t *testing.T) {
+	o := NewConsumerOffsetManager(testDeps(t, t.TempDir()))
+	o.Commit("g1", "T", 0, 30)
+	o.Commit("g1", "T", 1, 5)
+	o.Commit("g2", "T", 0, 12)
+	o.Commit("g2", "U", 0, 99)
+	ends := map[string]int64{"T/0": 20, "T/1": 20, "U/0": 99}
+	n := o.ClampTo(func(topic string, q int32) int64 { return ends[topic+"/"+string(rune('0'+q))] })
+	if n != 1 {
+		t.Fatalf("lowered %d offsets, want 1", n)
+	}
+	for _, c := range []struct {
+		g, topic string
+		q        int32
+		want     int64
+	}{{"g1", "T", 0, 20}, {"g1", "T", 1, 5}, {"g2", "T", 0, 12}, {"g2", "U", 0, 99}} {
+		if got := o.Query(c.g, c.topic, c.q); got != c.want {
+			t.Errorf("%s %s/%d: %d, want %d", c.g, c.topic, c.q, got, c.want)
+		}
+	}
+}

@@ -31,6 +31,9 @@ type SubscriptionGroupManager struct {
 	File    *File
 	// validate names an illegal group name (Deps.ValidateGroup).
 	validate func(group string) string
+	// OnDelete, when set before use, is told of every group Delete
+	// removed (after the table's lock is released).
+	OnDelete func(group string)
 }
 
 func NewSubscriptionGroupManager(d Deps) *SubscriptionGroupManager {
@@ -142,6 +145,9 @@ func (m *SubscriptionGroupManager) Delete(group string) bool {
 	m.mu.Unlock()
 	if ok {
 		m.File.MarkDirty()
+		if m.OnDelete != nil {
+			m.OnDelete(group)
+		}
 	}
 	return ok
 }

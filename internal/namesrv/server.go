@@ -53,6 +53,13 @@ type Server struct {
 	testHookScanned func(dropped []Dropped)
 	// noScanLoop: tests call scanNotActiveBrokers themselves.
 	noScanLoop bool
+
+	// tcfg is the base of the transport server's configuration
+	// (WithServerConfig): access control, connection limits.
+	tcfg transport.ServerConfig
+	// extra are handlers served beside the name server's own
+	// (WithHandlers), e.g. user and ACL management.
+	extra map[int32]transport.Handler
 }
 
 // Option adjusts a Server at construction.
@@ -62,6 +69,22 @@ type Option func(*Server)
 // expiry with a clock.Manual instead of sleeping); nil keeps the wall clock.
 func WithClock(c clock.Clock) Option {
 	return func(s *Server) { s.clock = clock.Or(c) }
+}
+
+// WithServerConfig sets the configuration of the transport server the
+// name server listens with: its Authorize hook (access control, which the
+// owner builds from the authentication keys) and connection limits. The
+// logger is the name server's when cfg has none. Requests handled in
+// process (Handle) do not pass through it.
+func WithServerConfig(cfg transport.ServerConfig) Option {
+	return func(s *Server) { s.tcfg = cfg }
+}
+
+// WithHandlers serves more request codes beside the name server's own
+// (AUTH_CREATE_USER ... AUTH_LIST_ACL when access control is on); a code
+// the name server serves itself keeps its own handler.
+func WithHandlers(hs map[int32]transport.Handler) Option {
+	return func(s *Server) { s.extra = hs }
 }
 
 // New builds a name server: it loads the KV-config file (a missing file is
@@ -132,6 +155,11 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		remoting.GetHasUnitSubTopicList:        s.hasUnitSubTopicList,
 		remoting.GetHasUnitSubUnunitTopicList:  s.hasUnitSubUnunitTopicList,
 	}
+	for code, h := range s.extra {
+		if _, own := s.handlers[code]; !own {
+			s.handlers[code] = h
+		}
+	}
 	if !s.noScanLoop {
 		go s.scanLoop(time.Duration(cfg.ScanNotActiveBrokerInterval) * time.Millisecond)
 	} else {
@@ -189,7 +217,11 @@ func (s *Server) transportServer() (*transport.Server, error) {
 		return nil, ErrClosed
 	}
 	if s.ts == nil {
-		ts := transport.NewServer(transport.ServerConfig{Logger: s.log})
+		tc := s.tcfg
+		if tc.Logger == nil {
+			tc.Logger = s.log
+		}
+		ts := transport.NewServer(tc)
 		for code := range s.handlers {
 			ts.Register(code, s.dispatch, nil)
 		}

@@ -3,6 +3,7 @@ package processor
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spoolmq/spool/internal/metadata"
@@ -107,14 +108,18 @@ func (p *Processor) HandleDeleteTopic(c *transport.Conn, req *remoting.Command) 
 	return response(req, remoting.Success, "")
 }
 
-// HandleGetAllTopicConfig answers the topic table (topics.json's form).
+// HandleGetAllTopicConfig answers the topic table (topics.json's form),
+// or a page of it (topicSeq, maxTopicNum, dataVersion) with the table's
+// size in totalTopicNum.
 func (p *Processor) HandleGetAllTopicConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	table, version := p.topics.Snapshot()
-	body, err := json.Marshal(&metadata.TopicConfigFile{TopicConfigTable: table, DataVersion: version})
+	page := readPage(req, "topicSeq", "maxTopicNum")
+	body, err := json.Marshal(&metadata.TopicConfigFile{TopicConfigTable: pageNames(table, page, version), DataVersion: version})
 	if err != nil {
 		return response(req, remoting.SystemError, err.Error())
 	}
 	resp := response(req, remoting.Success, "")
+	resp.SetExt("totalTopicNum", strconv.Itoa(len(table)))
 	resp.Body = body
 	return resp
 }
@@ -150,14 +155,18 @@ func (p *Processor) HandleDeleteSubscriptionGroup(c *transport.Conn, req *remoti
 }
 
 // HandleGetAllSubscriptionGroupConfig answers every group config in strict
-// JSON.
+// JSON, or a page of them (groupSeq, maxGroupNum, dataVersion) with the
+// table's size in totalGroupNum.
 func (p *Processor) HandleGetAllSubscriptionGroupConfig(c *transport.Conn, req *remoting.Command) *remoting.Command {
 	doc := p.groups.Document()
+	total := len(doc.SubscriptionGroupTable)
+	doc.SubscriptionGroupTable = pageNames(doc.SubscriptionGroupTable, readPage(req, "groupSeq", "maxGroupNum"), doc.DataVersion)
 	body, err := json.Marshal(&doc)
 	if err != nil {
 		return response(req, remoting.SystemError, err.Error())
 	}
 	resp := response(req, remoting.Success, "")
+	resp.SetExt("totalGroupNum", strconv.Itoa(total))
 	resp.Body = body
 	return resp
 }

@@ -37,11 +37,7 @@ func (r *Header) raw(key string) (string, bool) {
 			k = a
 		}
 	}
-	if r.cmd.ExtFields == nil {
-		return "", false
-	}
-	v, ok := r.cmd.ExtFields[k]
-	return v, ok
+	return r.cmd.LookupExt(k)
 }
 
 func (r *Header) fail(format string, args ...any) {

@@ -2,7 +2,6 @@ package processor
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -22,9 +21,7 @@ func (p *Processor) HandleQueryConsumerOffset(c *transport.Conn, req *remoting.C
 		return badHeader(req, r.Err())
 	}
 	if off := p.offsets.Query(group, topic, qid); off >= 0 {
-		resp := response(req, remoting.Success, "")
-		resp.SetExt("offset", strconv.FormatInt(off, 10))
-		return resp
+		return offsetResponse(req, "offset", off)
 	}
 	if setZero {
 		minOff := p.store.MinOffsetInQueue(topic, qid)
@@ -66,9 +63,12 @@ func topicQueueHeader(req *remoting.Command) (*Header, string, int32) {
 	return r, topic, qid
 }
 
+// offsetResponse answers SUCCESS with one number field; the field is
+// formatted into the answer's own allocation (no map).
 func offsetResponse(req *remoting.Command, key string, v int64) *remoting.Command {
-	resp := response(req, remoting.Success, "")
-	resp.SetExt(key, strconv.FormatInt(v, 10))
+	resp, w := remoting.NewResponseExt(req, remoting.Success, "")
+	w.Int(key, v)
+	w.Close()
 	return resp
 }
 

@@ -57,3 +57,25 @@ type endStore struct {
 }
 
 func (s endStore) MaxPhyOffset() int64 { return s.end }
+
+// After a replica cuts its log (controller mode), no level's progress
+// points past its queue's new end.
+func TestDelayOffsetsClampToQueueEnds(t *testing.T) {
+	s := NewService(Deps{
+		Store:       func() store.MessageStore { return endStore{} },
+		DelayLevels: []time.Duration{time.Second, 2 * time.Second},
+		Path:        filepath.Join(t.TempDir(), "delayOffset.json"),
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	s.offsets[1], s.offsets[2] = 40, 3
+	ends := map[int32]int64{0: 25, 1: 25}
+	if !s.ClampTo(func(q int32) int64 { return ends[q] }) {
+		t.Fatal("nothing lowered")
+	}
+	if s.Offset(1) != 25 || s.Offset(2) != 3 {
+		t.Fatalf("offsets %d %d, want 25 3", s.Offset(1), s.Offset(2))
+	}
+	if s.ClampTo(func(q int32) int64 { return ends[q] }) {
+		t.Fatal("lowered again")
+	}
+}

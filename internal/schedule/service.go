@@ -151,6 +151,29 @@ func (s *Service) encode() ([]byte, error) {
 // GET_ALL_DELAY_OFFSET answer body).
 func (s *Service) Encode() ([]byte, error) { return s.encode() }
 
+// ClampTo lowers every level's next offset above its queue's end (level
+// L is queue L-1 of the schedule topic) to that end and reports whether
+// anything changed: after a replica cut its log for a role change, the
+// delivery progress never points past what the queue holds.
+func (s *Service) ClampTo(maxOffset func(queueID int32) int64) bool {
+	s.mu.Lock()
+	changed := false
+	for level, off := range s.offsets {
+		if max := maxOffset(int32(level - 1)); off > max {
+			s.offsets[level] = max
+			changed = true
+		}
+	}
+	if changed {
+		s.dirty = true
+	}
+	s.mu.Unlock()
+	if changed {
+		s.File.MarkDirty()
+	}
+	return changed
+}
+
 // Adopt takes a master's delay offsets into a slave's table: a level's
 // offset only moves forward. It reports whether anything changed.
 func (s *Service) Adopt(table map[int]int64) bool {

@@ -104,6 +104,10 @@ const (
 	PropertiesSizeExceeded
 	OSPageCacheBusy // put lock held too long, spill full, transient pool exhausted
 	UnknownError
+	// InSyncReplicasNotEnough: controller mode, the sync-state set is
+	// smaller than minInSyncReplicas (RocketMQ's PutMessageStatus of the
+	// name; the client sees SYSTEM_ERROR).
+	InSyncReplicasNotEnough
 )
 
 // PutResult is delivered to a put's completion.

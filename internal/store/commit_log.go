@@ -81,6 +81,15 @@ type CommitLog struct {
 	retries      []failedWrite
 	writeNoSpace atomic.Bool
 
+	// cutMu is held shared by a flush, a dispatch pass and an index pass
+	// and exclusively by a truncation (truncate.go), so a cut never runs
+	// under them. Nothing on the put path or the HA read path takes it.
+	cutMu sync.RWMutex
+	// gated (controller mode): dispatch and indexing stop at confirm, the
+	// offset every member of the sync-state set holds.
+	gated   atomic.Bool
+	confirm atomic.Int64
+
 	alloc     *allocator
 	flusher   *flusher
 	pool      *transientPool // transientStorePoolEnable
@@ -534,6 +543,16 @@ func (c *CommitLog) advance(mf *MappedFile, end int64) {
 	}
 	mf.committed.Store(end)
 	c.visible.Store(mf.from + end)
+}
+
+// dispatchEnd is where dispatch and indexing stop: the readable end, or
+// the confirm offset below it in controller mode.
+func (c *CommitLog) dispatchEnd() int64 {
+	v := c.visible.Load()
+	if c.gated.Load() {
+		return min(v, c.confirm.Load())
+	}
+	return v
 }
 
 // kickDispatch wakes the dispatcher if it is parked; a running one

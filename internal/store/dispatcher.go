@@ -77,7 +77,7 @@ func (d *dispatcher) run() {
 		// dispatcher works, puts skip the wake-up entirely. (A pass that
 		// cannot progress is not retried until new records arrive.)
 		c.dispatchIdle.Store(true)
-		if !(c.visible.Load() != seen && c.dispatchIdle.CompareAndSwap(true, false)) {
+		if !(c.dispatchEnd() != seen && c.dispatchIdle.CompareAndSwap(true, false)) {
 			d.parks.Add(1)
 			wait := time.Second
 			if d.failing.Load() != nil {
@@ -92,7 +92,7 @@ func (d *dispatcher) run() {
 			}
 			c.dispatchIdle.Store(false)
 		}
-		seen = c.visible.Load()
+		seen = c.dispatchEnd()
 		err := d.pass()
 		if err == nil {
 			d.st.noSpace.clear(d.st, condDispatch)
@@ -130,6 +130,8 @@ type queueBatch struct {
 // recovery.
 func (d *dispatcher) pass() error {
 	c := d.st.commitLog
+	c.cutMu.RLock() // a truncation waits for the pass
+	defer c.cutMu.RUnlock()
 	batches := map[queueKey]*queueBatch{}
 	var order []queueKey
 	flushBatches := func() error {
@@ -158,7 +160,7 @@ func (d *dispatcher) pass() error {
 	for {
 		start := c.monoNs()
 		from := d.reputFrom.Load()
-		end := c.visible.Load()
+		end := c.dispatchEnd()
 		if from >= end {
 			return flushBatches()
 		}
@@ -196,8 +198,11 @@ func (d *dispatcher) pass() error {
 				return fmt.Errorf("%w: record at %d has size %d", ErrCorrupt, from+int64(p), size)
 			}
 			if p+size > len(buf) {
-				if lim-from < int64(chunk) && lim == end {
+				if lim-from < int64(chunk) && lim == end && end == c.visible.Load() {
 					return fmt.Errorf("%w: record at %d (%d bytes) runs past the readable end %d", ErrCorrupt, from+int64(p), size, end)
+				}
+				if lim == end {
+					break // the confirm offset ends inside the record: wait for it
 				}
 				chunk = max(chunk, size)
 				break

@@ -25,6 +25,8 @@
 //	                                   (300,000 entries), named by byte offset;
 //	                                   sparse, descriptors in a bounded cache
 //	  checkpoint                       4096 bytes, replaced atomically
+//	  epochFileCheckpoint              controller mode: "count\ncrc\nepoch-startOffset\n..."
+//	                                   (RocketMQ's text), replaced atomically
 //	  abort                            present while running
 //	  lock                             flock(2)ed by the running store
 //
@@ -178,7 +180,9 @@
 // out when the spill is adopted. At shutdown with the spill still in
 // memory they are answered SERVICE_NOT_AVAILABLE. Counted: Spills,
 // SpillWrites, SpillFull, SpillHeld, AllocFailures, NoSpaceRefusals,
-// PutWaitedOnCreate (always 0 unless writeSpillSize=0).
+// PutWaitedOnCreate (always 0 unless writeSpillSize=0; a slave, which
+// appends replicated bytes without a spill, counts its appends that
+// waited for a creation there too).
 //
 // # A full disk
 //

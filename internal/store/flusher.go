@@ -131,6 +131,9 @@ func (f *flusher) hasWaiters() bool {
 
 // flushTo syncs the files holding [flushedWhere, target).
 func (f *flusher) flushTo(target int64) error {
+	f.c.cutMu.RLock() // a truncation waits for the flush
+	defer f.c.cutMu.RUnlock()
+	target = min(target, f.c.visible.Load()) // a truncation may have lowered the end
 	for f.c.flushedWhere.Load() < target {
 		where := f.c.flushedWhere.Load()
 		mf := f.c.mfq.find(where)

@@ -250,6 +250,6 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 		}
 	}
 	r.Status = status
-	r.SuggestPullingFromSlave = maxPhy-maxPhyPulling > mem
+	r.SuggestPullingFromSlave = SlowRead(maxPhy, maxPhyPulling, st.memTotal, st.live().AccessMessageInMemoryMaxRatio)
 	return r
 }

@@ -78,7 +78,7 @@ func (x *indexDispatcher) run() {
 		// (re-checked after raising the flag, so a notify in between is
 		// not lost).
 		x.idle.Store(true)
-		if !(c.visible.Load() != seen && x.idle.CompareAndSwap(true, false)) {
+		if !(c.dispatchEnd() != seen && x.idle.CompareAndSwap(true, false)) {
 			x.parks.Add(1)
 			t.Reset(time.Second)
 			select {
@@ -90,7 +90,7 @@ func (x *indexDispatcher) run() {
 			x.idle.Store(false)
 		}
 		// The index is derived data: let a small lag grow into a batch.
-		if lag := c.visible.Load() - x.cursor.Load(); lag > 0 && lag < indexGatherLag {
+		if lag := c.dispatchEnd() - x.cursor.Load(); lag > 0 && lag < indexGatherLag {
 			x.parks.Add(1)
 			t.Reset(indexGather)
 			select {
@@ -99,7 +99,7 @@ func (x *indexDispatcher) run() {
 			case <-t.C:
 			}
 		}
-		seen = c.visible.Load()
+		seen = c.dispatchEnd()
 		for {
 			before := x.cursor.Load()
 			more := x.pass(indexBudget)
@@ -125,10 +125,12 @@ func (x *indexDispatcher) run() {
 // pass indexes up to budget bytes; it reports whether more is readable.
 func (x *indexDispatcher) pass(budget int64) bool {
 	c := x.st.commitLog
+	c.cutMu.RLock() // a truncation waits for the pass
+	defer c.cutMu.RUnlock()
 	var done int64
 	for done < budget {
 		from := x.cursor.Load()
-		end := c.visible.Load()
+		end := c.dispatchEnd()
 		if from >= end {
 			return false
 		}

@@ -94,6 +94,11 @@ func (st *DefaultMessageStore) recover() error {
 			c.cur.wbuf = b
 		}
 	}
+	if c.gated.Load() {
+		// Controller mode: dispatch never passed the confirm offset, so
+		// re-dispatch goes no further than it did.
+		c.confirm.Store(min(end, max(cp.ConfirmPhyOffset, cp.LogicsDispatchedOffset)))
+	}
 	// Re-dispatch what the queues may miss.
 	from := end
 	if haveCP || abnormal {

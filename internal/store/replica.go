@@ -244,6 +244,9 @@ func (r *ReplicaLog) fileAt(end int64) (*MappedFile, error) {
 	}
 	next := c.alloc.take(nextFrom)
 	if next == nil {
+		// A slave has no write spill: the append waits for the creation,
+		// fsyncs included (counted as a put's would be).
+		r.st.stats.putWaitedOnCreate.Add(1)
 		var err error
 		if next, err = c.alloc.takeOrCreate(nextFrom); err != nil {
 			return nil, fmt.Errorf("store: create the CommitLog file at %d for replicated bytes: %w", nextFrom, err)
@@ -304,3 +307,36 @@ func (r *ReplicaLog) scan(mf *MappedFile, b []byte) (int64, error) {
 	}
 	return at, nil
 }
+
+// Truncate cuts the log at offset (TruncateTo) and restarts the
+// appending of replicated bytes at the cut. It returns the offset cut at.
+func (r *ReplicaLog) Truncate(offset int64) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if vis := r.st.commitLog.visible.Load(); offset >= vis && r.end.Load() <= vis {
+		// Nothing past the last complete record: only the epochs that
+		// start at or past the end go (they wrote nothing).
+		if e := r.st.epochs; e != nil {
+			if err := e.TruncateSuffixByOffset(vis); err != nil {
+				return 0, err
+			}
+		}
+		return vis, nil
+	}
+	cut, err := r.st.TruncateTo(offset)
+	if err != nil {
+		return 0, err
+	}
+	r.inited = false
+	r.carry = r.carry[:0]
+	r.end.Store(-1)
+	r.initLocked()
+	return cut, nil
+}
+
+// Store is the store the log belongs to.
+func (r *ReplicaLog) Store() *DefaultMessageStore { return r.st }
+
+// FileSize is the CommitLog file size (mappedFileSizeCommitLog): a master
+// starts a syncFromLastFile slave at the start of its last file.
+func (r *ReplicaLog) FileSize() int64 { return r.st.cfg.MappedFileSizeCommitLog }

@@ -61,7 +61,7 @@ type Stats struct {
 	PutFailures    int64
 
 	// Fallbacks and events.
-	PutWaitedOnCreate int64 // rolls that found no ready file and created one under the put lock
+	PutWaitedOnCreate int64 // rolls (a put's, or a slave's replicated append's) that found no ready file and waited for its creation
 	Spills            int64 // rolls that found no ready file and continued into the in-memory spill
 	SpillWrites       int64 // records written to the in-memory spill
 	SpillFull         int64 // puts refused because the spill was full

@@ -51,6 +51,12 @@ type DefaultMessageStore struct {
 	noSpace   noSpaceState // writes that failed with ENOSPC, retried
 	short     atomic.Bool  // space is short: one CommitLog file ahead, not preallocateFiles
 	callbacks atomic.Pointer[[]func(string, int32, int64)]
+	// refusal, when set, is why puts are refused (controller mode: the
+	// broker is a slave, or its log is being cut).
+	refusal atomic.Pointer[string]
+	epochs  *EpochFile // storePathRootDir/epochFileCheckpoint, opened by Start
+	cutMu   sync.Mutex // one truncation at a time
+	onCut   atomic.Pointer[[]func(int64)]
 
 	stats storeStats
 
@@ -145,6 +151,11 @@ func (st *DefaultMessageStore) Start() error {
 		return fmt.Errorf("store: Start called twice or after Shutdown: %w", ErrClosed)
 	}
 	if err := st.recover(); err != nil {
+		st.state.Store(stateStopped)
+		st.closeFiles()
+		return err
+	}
+	if err := st.openEpochs(); err != nil {
 		st.state.Store(stateStopped)
 		st.closeFiles()
 		return err
@@ -296,6 +307,9 @@ func (st *DefaultMessageStore) writable() (PutStatus, string) {
 	if st.live().BrokerRole == Slave {
 		// A slave's log holds only its master's bytes (ReplicaLog).
 		return ServiceNotAvailable, "message store is slave mode, so putMessage is forbidden"
+	}
+	if p := st.refusal.Load(); p != nil {
+		return ServiceNotAvailable, *p
 	}
 	if p := st.diskFull.Load(); p != nil {
 		st.stats.diskFullRefusals.Add(1)
@@ -510,7 +524,7 @@ func (st *DefaultMessageStore) MinOffsetInQueue(topic string, queueID int32) int
 
 // memoryWindow is the part of the CommitLog tail considered in memory.
 func (st *DefaultMessageStore) memoryWindow() int64 {
-	return st.memTotal * int64(st.live().AccessMessageInMemoryMaxRatio) / 100
+	return memoryWindowOf(st.memTotal, st.live().AccessMessageInMemoryMaxRatio)
 }
 
 // CheckInMemByConsumeOffset reports whether the message at a logical offset
@@ -650,6 +664,10 @@ func (st *DefaultMessageStore) writeCheckpoint() error {
 func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues, inPlace bool) error {
 	st.ckMu.Lock()
 	defer st.ckMu.Unlock()
+	return st.checkpointLocked(dispatched, flushQueues, inPlace)
+}
+
+func (st *DefaultMessageStore) checkpointLocked(dispatched int64, flushQueues, inPlace bool) error {
 	if flushQueues {
 		if err := st.flushConsumeQueues(); err != nil {
 			return err
@@ -669,6 +687,9 @@ func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues, inP
 		PhysicFlushedOffset: flushed, LogicsDispatchedOffset: min(dispatched, flushed), IndexOffset: indexOff}
 	if st.cfg.FlushDiskType == AsyncFlush {
 		cp.LogicsDispatchedOffset = dispatched
+	}
+	if c := st.commitLog; c.gated.Load() {
+		cp.ConfirmPhyOffset = min(c.confirm.Load(), c.visible.Load())
 	}
 	return writeCheckpoint(st.fs, st.cfg.checkpointPath(), cp, st.Failpoint, inPlace)
 }

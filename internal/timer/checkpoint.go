@@ -69,6 +69,7 @@ func (s *Service) checkpoint(wait time.Duration) error {
 	}
 	s.c.checkpoints.Add(1)
 	s.ckLast.Store(img.savedAtMs)
+	s.noteCheckpoint(img)
 	for _, start := range dead {
 		s.mu.Lock()
 		gone := s.w.forgetFile(start)

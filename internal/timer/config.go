@@ -48,6 +48,15 @@ type Config struct {
 	// store (a store with Config() store.Config).
 	CommitLogFileSize int64
 
+	// MasterCheckpoint is the checkpoint a slave copied from its master
+	// (GET_TIMER_CHECK_POINT), used only when Start finds no wheel file: a
+	// promoted slave then treats every timer due before its
+	// LastReadTimeMs as delivered and searches the CommitLog for delivery
+	// markers from its ScanFrom instead of from the start. It is ignored
+	// without ScanFrom, or when the CommitLog ends before ScanFrom (the
+	// deliveries it counts may not all be here).
+	MasterCheckpoint *WireCheckpoint
+
 	// FS is the file-system seam for the timer files (nil = vfs.Default).
 	FS vfs.FS
 	// Clock drives due times (nil = the wall clock).

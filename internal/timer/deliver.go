@@ -16,8 +16,9 @@ import (
 
 // ack is a delivery's outcome.
 type ack struct {
-	e   slotEntry
-	res store.PutResult
+	e     slotEntry
+	res   store.PutResult
+	topic string
 }
 
 // runDelivery is the wheel's hand: it loads the cursor's slot, delivers its
@@ -46,6 +47,7 @@ func (s *Service) runDelivery() {
 				s.c.corrupt.Add(1)
 				s.logger.Error("timer: slot list cut short", "second", c.sec, "err", err)
 			}
+			s.learnCancels(ents, c.sec)
 			s.mu.Lock()
 			s.countSkipped(s.w.walked(ents))
 			s.mu.Unlock()
@@ -129,6 +131,7 @@ func (s *Service) finishSlotLocked() error {
 		}
 		s.c.rolled.Add(int64(len(rolled)))
 	}
+	s.forgetCancelsLocked(u.c.sec)
 	moveScan, dropped := s.w.finished(u)
 	if dropped > 0 {
 		s.logger.Info("timer: delivery markers matching no pending timer dropped", "count", dropped)
@@ -142,6 +145,10 @@ func (s *Service) finishSlotLocked() error {
 // deliverEntry reads the timer record of e and hands the real message to
 // the deliver function; it reports whether an ack will come.
 func (s *Service) deliverEntry(e slotEntry, now int64, acks chan<- ack) bool {
+	if e.del {
+		s.dropMarker()
+		return false
+	}
 	rec, err := s.st.LookMessageByOffset(e.phy)
 	if err != nil {
 		if errors.Is(err, store.ErrOffsetNotFound) || errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrFileGone) {
@@ -159,6 +166,9 @@ func (s *Service) deliverEntry(e slotEntry, now int64, acks chan<- ack) bool {
 		s.countLost(e, err)
 		return false
 	}
+	if s.cancelledTimer(e, ext) {
+		return false
+	}
 	m, err := realMessage(ext, e.phy)
 	if err != nil {
 		s.c.dropped.Add(1)
@@ -166,7 +176,8 @@ func (s *Service) deliverEntry(e slotEntry, now int64, acks chan<- ack) bool {
 		s.logger.Error("timer: timer record dropped", "offset", e.phy, "err", err)
 		return false
 	}
-	s.deliver(m, func(r store.PutResult) { acks <- ack{e, r} })
+	topic := m.Topic
+	s.deliver(m, func(r store.PutResult) { acks <- ack{e, r, topic} })
 	return true
 }
 
@@ -193,10 +204,12 @@ func (s *Service) handleAck(a ack) {
 		now := s.nowMs()
 		s.c.delivered.Add(1)
 		s.pending.Add(-1)
+		s.topics.add(a.topic, 1, 1)
 		s.lateness.Record(time.Duration(now-a.e.due) * time.Millisecond)
 	case store.MessageIllegal, store.PropertiesSizeExceeded:
 		s.c.dropped.Add(1)
 		s.pending.Add(-1)
+		s.topics.add(a.topic, 2, 1)
 		s.logger.Error("timer: due message refused by the store, dropped", "offset", a.e.phy, "status", int(a.res.Status), "remark", a.res.Remark)
 	default:
 		s.retry(a.e, s.nowMs(), a.res.Remark)

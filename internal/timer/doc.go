@@ -60,6 +60,18 @@
 // a fresh store time; and __TIMER_SRC = the timer record's CommitLog
 // offset (the delivery marker).
 //
+// # Cancelling (TIMER_DEL_UNIQKEY, RECALL_MESSAGE)
+//
+// A timer message carrying TIMER_DEL_UNIQKEY = DeleteKey(real topic,
+// UNIQ_KEY) is a delete marker: linked like any timer (into the slot of
+// its due time, its entry flagged) and never delivered. Before a slot
+// delivers anything the keys of its markers are known, and a timer due in
+// the same second whose real topic and UNIQ_KEY a marker names is counted
+// as cancelled instead of delivered (cancel.go). A marker must therefore
+// be due in the second of the timer it cancels; the broker's
+// RECALL_MESSAGE makes it due at the exact due time of the recall handle.
+// Markers are walked again with their slot after a restart.
+//
 // # Timer log (timerlog/<20-digit start position>, mappedFileSizeTimerLog each)
 //
 // A position is a byte offset over the concatenated files; an entry never
@@ -69,8 +81,8 @@
 //	+------------+------------+--------------------+--------------------+--------------------+
 //	| crc32 (4)  | size (4)   | prev position (8)  | CommitLog offset(8)| due ms (8)         |
 //	+------------+------------+--------------------+--------------------+--------------------+
-//	  crc32 IEEE of bytes 4..31; size = record size; prev = previous entry
-//	  of the same slot, -1 ends the list
+//	  crc32 IEEE of bytes 4..31; size = record size, bit 30 set for a
+//	  delete marker; prev = previous entry of the same slot, -1 ends the list
 //
 //	slot 17 head ─▶ [pos 4096] ─prev─▶ [pos 992] ─prev─▶ [pos 64] ─prev─▶ -1
 //

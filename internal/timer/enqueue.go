@@ -25,6 +25,11 @@ func (s *Service) linkLocked(ts []slotEntry) error {
 		s.w.unlink(undo)
 		return err
 	}
+	for _, t := range ts {
+		if t.del {
+			s.noteCancelLocked(t.due, t.key)
+		}
+	}
 	ready, skipped := s.w.linked(ts, pos0)
 	s.countSkipped(skipped)
 	if ready {
@@ -97,7 +102,17 @@ func (s *Service) runEnqueue() {
 				s.logger.Error("timer: record without a valid TIMER_OUT_MS skipped", "queueOffset", last, "offset", h.PhysicalOffset, "value", v)
 				continue
 			}
-			batch = append(batch, slotEntry{due: due, phy: h.PhysicalOffset, size: h.TotalSize})
+			if due/1000 < s.doneBefore {
+				s.c.skipped.Add(1) // delivered by the master this broker took over from
+				continue
+			}
+			e := slotEntry{due: due, phy: h.PhysicalOffset, size: h.TotalSize}
+			if k, ok := h.Property(rec, message.PropertyTimerDelUniqKey); ok {
+				e.del, e.key = true, k
+			} else if rt, ok := h.Property(rec, message.PropertyRealTopic); ok {
+				e.topic = rt
+			}
+			batch = append(batch, e)
 		}
 		r.Release()
 		s.mu.Lock()
@@ -107,6 +122,9 @@ func (s *Service) runEnqueue() {
 			s.pending.Add(-int64(len(batch)))
 		} else {
 			s.w.enqueued(last, batch)
+			for _, e := range batch {
+				s.topics.add(e.topic, 0, 1)
+			}
 		}
 		s.mu.Unlock()
 		signal(s.linked)

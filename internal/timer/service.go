@@ -86,6 +86,18 @@ type Service struct {
 	ckErr     atomic.Pointer[string]
 	ckNoSpace atomic.Int64 // checkpoints that found no space for the wheel image (retried)
 	ckLast    atomic.Int64
+	ckWire    atomic.Pointer[WireCheckpoint] // the last checkpoint, for GET_TIMER_CHECK_POINT
+
+	// doneBefore is set once by Start from a master's copied checkpoint:
+	// timers due before this second were delivered by that master, so
+	// linking skips them (0: none).
+	doneBefore int64
+
+	// cancels holds, per due second, the keys of the delete markers
+	// linked or walked and not yet finished (guarded by mu; cancel.go).
+	cancels map[int64]map[string]struct{}
+
+	topics topicCounts // metrics.go
 
 	recovering atomic.Bool
 	pending    atomic.Int64
@@ -95,7 +107,7 @@ type Service struct {
 
 type counters struct {
 	scheduled, delivered, rejectedIllegal, rejectedFlow, lost, dropped, retries,
-	rolled, skipped, malformed, corrupt, checkpoints atomic.Int64
+	rolled, skipped, malformed, corrupt, checkpoints, cancelled, markers atomic.Int64
 }
 
 // New checks the configuration. Start opens the files and recovers.
@@ -106,7 +118,7 @@ func New(cfg Config, st Store) (*Service, error) {
 	s := &Service{cfg: cfg, st: st, fs: cfg.FS, clock: cfg.Clock, logger: cfg.Logger, deliver: cfg.Deliver,
 		wheelPath: filepath.Join(cfg.StorePathRootDir, "timerwheel"), clSize: cfg.CommitLogFileSize,
 		wake: make(chan struct{}, 1), enqWake: make(chan struct{}, 1), linked: make(chan struct{}, 1),
-		quit: make(chan struct{}), flushWait: flushWaitMax}
+		quit: make(chan struct{}), flushWait: flushWaitMax, cancels: map[int64]map[string]struct{}{}}
 	if s.fs == nil {
 		s.fs = vfs.Default
 	}
@@ -215,6 +227,15 @@ func (s *Service) recoverFiles() error {
 		} else {
 			r.Release()
 		}
+		if ck := s.cfg.MasterCheckpoint; ck != nil && ck.HasScanFrom && ck.ScanFrom <= s.st.MaxPhyOffset() && ck.LastReadTimeMs > 0 {
+			// A promoted slave: its master had delivered every timer due
+			// before the copied cursor, and every such delivery lies
+			// before ScanFrom, which this CommitLog holds.
+			img.cursor, img.scanFrom = ck.LastReadTimeMs/1000, max(ck.ScanFrom, s.st.MinPhyOffset())
+			s.doneBefore = img.cursor
+			s.logger.Info("timer: no wheel file; starting from the master's copied checkpoint",
+				"cursorSec", img.cursor, "scanFrom", img.scanFrom)
+		}
 		existing, err := s.log.existing()
 		if err != nil {
 			return err
@@ -305,10 +326,6 @@ func (s *Service) Prepare(msg *message.Inner) (bool, error) {
 		s.c.rejectedIllegal.Add(1)
 		return false, fmt.Errorf("%w: the delivery time %d is %dms ahead, more than the max delay %dms (timerMaxDelaySec=%d)",
 			ErrIllegal, due, due-now, maxMs, maxMs/1000)
-	}
-	if _, ok := p[message.PropertyTimerDelUniqKey]; ok {
-		s.c.rejectedIllegal.Add(1)
-		return false, fmt.Errorf("%w: cancelling a timer (TIMER_DEL_UNIQKEY) is not built in Spool", ErrIllegal)
 	}
 	if n, limit, reject := s.isReject(due); reject {
 		s.c.rejectedFlow.Add(1)

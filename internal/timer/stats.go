@@ -27,8 +27,14 @@ type Stats struct {
 	// Rolled counts timers re-linked for a later round of the wheel.
 	Rolled int64
 	// SkippedDelivered counts timers found already delivered by the
-	// recovery scan (duplicates avoided).
+	// recovery scan, or, on a broker started from its master's copied
+	// checkpoint, due before it (duplicates avoided).
 	SkippedDelivered int64
+	// Cancelled counts timers not delivered because a delete marker
+	// (TIMER_DEL_UNIQKEY) of their second named them; DeleteMarkers counts
+	// the markers themselves, which are never delivered.
+	Cancelled     int64
+	DeleteMarkers int64
 	// Malformed counts unreadable records of the timer topic; Corrupt
 	// counts timer-log or CommitLog read failures.
 	Malformed int64
@@ -55,7 +61,7 @@ func (s *Service) Stats() Stats {
 		Pending: s.pending.Load(), Scheduled: s.c.scheduled.Load(), Delivered: s.c.delivered.Load(),
 		RejectedIllegal: s.c.rejectedIllegal.Load(), RejectedFlowControl: s.c.rejectedFlow.Load(),
 		Lost: s.c.lost.Load(), Dropped: s.c.dropped.Load(), Retries: s.c.retries.Load(), Rolled: s.c.rolled.Load(),
-		SkippedDelivered: s.c.skipped.Load(), Malformed: s.c.malformed.Load(), Corrupt: s.c.corrupt.Load(),
+		SkippedDelivered: s.c.skipped.Load(), Cancelled: s.c.cancelled.Load(), DeleteMarkers: s.c.markers.Load(), Malformed: s.c.malformed.Load(), Corrupt: s.c.corrupt.Load(),
 		Lateness: s.lateness.Snapshot(), Recovering: s.recovering.Load(),
 		Checkpoints: s.c.checkpoints.Load(), LastCheckpointMs: s.ckLast.Load(),
 	}

@@ -17,6 +17,10 @@ import (
 // entrySize is the size of one timer-log entry.
 const entrySize = 32
 
+// delFlag marks a delete marker's entry in the size field: a record is
+// never 1 GiB long.
+const delFlag = uint32(1) << 30
+
 // nilPos ends a slot's list.
 const nilPos = int64(-1)
 
@@ -24,13 +28,18 @@ const nilPos = int64(-1)
 // into its slot's list.
 type logEntry struct {
 	size int32 // record size in the CommitLog
+	del  bool  // a delete marker (TIMER_DEL_UNIQKEY): stored as bit 30 of the size field
 	prev int64 // previous entry of the same slot, nilPos at the end
 	phy  int64 // CommitLog offset of the timer record
 	due  int64 // due time, Unix ms, exact
 }
 
 func (e *logEntry) encode(b []byte) {
-	binary.BigEndian.PutUint32(b[4:], uint32(e.size))
+	sz := uint32(e.size)
+	if e.del {
+		sz |= delFlag
+	}
+	binary.BigEndian.PutUint32(b[4:], sz)
 	binary.BigEndian.PutUint64(b[8:], uint64(e.prev))
 	binary.BigEndian.PutUint64(b[16:], uint64(e.phy))
 	binary.BigEndian.PutUint64(b[24:], uint64(e.due))
@@ -41,8 +50,10 @@ func decodeEntry(b []byte) (logEntry, bool) {
 	if crc32.ChecksumIEEE(b[4:entrySize]) != binary.BigEndian.Uint32(b) {
 		return logEntry{}, false
 	}
+	sz := binary.BigEndian.Uint32(b[4:])
 	return logEntry{
-		size: int32(binary.BigEndian.Uint32(b[4:])),
+		size: int32(sz &^ delFlag),
+		del:  sz&delFlag != 0,
 		prev: int64(binary.BigEndian.Uint64(b[8:])),
 		phy:  int64(binary.BigEndian.Uint64(b[16:])),
 		due:  int64(binary.BigEndian.Uint64(b[24:])),

@@ -47,6 +47,10 @@ type slotEntry struct {
 	phy  int64
 	pos  int64
 	size int32
+	del  bool   // a delete marker (TIMER_DEL_UNIQKEY): never delivered
+	key  string // a delete marker's key, when the enqueue read it (else "")
+	// topic is the real topic, when the enqueue read it (metrics only).
+	topic string
 }
 
 type entryHeap []slotEntry
@@ -174,7 +178,7 @@ func (w *wheel) link(ts []slotEntry, pos0 int64) ([]byte, linkUndo) {
 	for i, t := range ts {
 		idx, _, _ := w.place(t.due)
 		undo = append(undo, struct{ idx, head int64 }{idx, w.heads[idx]})
-		e := logEntry{size: t.size, prev: w.heads[idx], phy: t.phy, due: t.due}
+		e := logEntry{size: t.size, del: t.del, prev: w.heads[idx], phy: t.phy, due: t.due}
 		e.encode(buf[i*entrySize:])
 		w.heads[idx] = pos0 + int64(i)*entrySize
 	}
@@ -200,7 +204,7 @@ func (w *wheel) linked(ts []slotEntry, pos0 int64) (ready bool, skipped int) {
 		w.segLive[w.fileStart(pos)]++
 		if c := w.cur; c != nil && (r || rolled) {
 			c.refs[w.fileStart(pos)]++
-			e := slotEntry{at: t.due, due: t.due, phy: t.phy, pos: pos, size: t.size}
+			e := slotEntry{at: t.due, due: t.due, phy: t.phy, pos: pos, size: t.size, del: t.del, key: t.key}
 			switch {
 			case rolled:
 				c.rolled = append(c.rolled, e)
@@ -260,7 +264,7 @@ func (w *wheel) walked(ents []walkedEntry) (skipped int) {
 	c := w.cur
 	for _, we := range ents {
 		c.refs[w.fileStart(we.pos)]++
-		e := slotEntry{at: we.due, due: we.due, phy: we.phy, pos: we.pos, size: we.size}
+		e := slotEntry{at: we.due, due: we.due, phy: we.phy, pos: we.pos, size: we.size, del: we.del}
 		switch {
 		case we.due/1000 > c.sec:
 			c.rolled = append(c.rolled, e)

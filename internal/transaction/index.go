@@ -21,6 +21,7 @@ type PendingHalf struct {
 	ImmunityMs  int64 // CHECK_IMMUNITY_TIME_IN_SECONDS in ms, 0 = transactionTimeOut
 	Checks      int32 // checks sent so far (persisted as op records tagged "c")
 	Group       string
+	Topic       string // the real topic (REAL_TOPIC), "" when unknown
 	// opMark is a lower bound of the op-queue offset of any op record
 	// that refers to this half (the op queue's end when it was stored).
 	OpMark int64
@@ -66,7 +67,7 @@ func NewIndex() *Index {
 	}
 }
 
-// internLocked shares group name strings between entries.
+// internLocked shares group and topic name strings between entries.
 func (x *Index) internLocked(g string) string {
 	if s, ok := x.groups[g]; ok {
 		return s
@@ -132,6 +133,7 @@ func (x *Index) Add(h *PendingHalf) {
 func (x *Index) addLocked(h *PendingHalf) {
 	x.version++
 	h.Group = x.internLocked(h.Group)
+	h.Topic = x.internLocked(h.Topic)
 	x.pending[h.QueueOffset] = h
 	x.seenEnd = max(x.seenEnd, h.QueueOffset+1)
 }
@@ -196,6 +198,20 @@ func (x *Index) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return len(x.pending)
+}
+
+// HalvesByTopic counts the pending halves by real topic (a half whose
+// topic is unknown is left out).
+func (x *Index) HalvesByTopic() map[string]int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := map[string]int64{}
+	for _, h := range x.pending {
+		if h.Topic != "" {
+			out[h.Topic]++
+		}
+	}
+	return out
 }
 
 // Candidates returns copies of the halves old enough to check at nowMs,
@@ -312,6 +328,7 @@ func PendingFromRecord(x *message.Ext, opMark int64) *PendingHalf {
 		ImmunityMs:  ImmunityMillis(x.Properties),
 		Checks:      int32(atoiOr(x.Properties[message.PropertyTransactionCheckTimes], 0)),
 		Group:       x.Properties[message.PropertyProducerGroup],
+		Topic:       x.Properties[message.PropertyRealTopic],
 		OpMark:      opMark,
 	}
 }
@@ -327,6 +344,7 @@ func PendingFromPut(m *message.Inner, r store.PutResult) *PendingHalf {
 		ImmunityMs:  ImmunityMillis(m.Properties),
 		Checks:      int32(atoiOr(m.Properties[message.PropertyTransactionCheckTimes], 0)),
 		Group:       m.Properties[message.PropertyProducerGroup],
+		Topic:       m.Properties[message.PropertyRealTopic],
 	}
 }
 

@@ -29,13 +29,27 @@ type transactionIndexFile struct {
 	OpFrom   int64      `json:"opFrom"`
 	Groups   []string   `json:"groups"`
 	Pending  [][9]int64 `json:"pending"`
+	// Topics and TopicOf give each pending half's real topic (TopicOf[i]
+	// indexes Topics for Pending[i]); a file without them (written before
+	// they were kept) loads halves with no topic.
+	Topics  []string `json:"topics,omitempty"`
+	TopicOf []int64  `json:"topicOf,omitempty"`
 }
 
 // EncodeIndex builds the file's content from a snapshot.
 func EncodeIndex(hs []PendingHalf, halfFrom, opFrom int64) ([]byte, error) {
 	doc := transactionIndexFile{HalfFrom: halfFrom, OpFrom: opFrom, Groups: []string{}, Pending: make([][9]int64, 0, len(hs))}
 	gi := map[string]int64{}
+	ti := map[string]int64{}
+	doc.Topics, doc.TopicOf = []string{}, make([]int64, 0, len(hs))
 	for _, h := range hs {
+		t, ok := ti[h.Topic]
+		if !ok {
+			t = int64(len(doc.Topics))
+			ti[h.Topic] = t
+			doc.Topics = append(doc.Topics, h.Topic)
+		}
+		doc.TopicOf = append(doc.TopicOf, t)
 		i, ok := gi[h.Group]
 		if !ok {
 			i = int64(len(doc.Groups))
@@ -61,12 +75,19 @@ func LoadIndex(path string) (*transactionIndexFile, []PendingHalf, error) {
 		return nil, nil, fmt.Errorf("%w: decode %s: %w", metadata.ErrMetadata, path, corrupt.Wrap(err))
 	}
 	hs := make([]PendingHalf, 0, len(doc.Pending))
-	for _, e := range doc.Pending {
+	withTopics := len(doc.TopicOf) == len(doc.Pending)
+	for n, e := range doc.Pending {
 		if e[7] < 0 || e[7] >= int64(len(doc.Groups)) {
 			return nil, nil, corrupt.Wrap(fmt.Errorf("%w: %s: half %d names group %d of %d", metadata.ErrMetadata, path, e[0], e[7], len(doc.Groups)))
 		}
-		hs = append(hs, PendingHalf{QueueOffset: e[0], Phy: e[1], Size: int32(e[2]), Born: e[3], stored: e[4],
-			ImmunityMs: e[5], Checks: int32(e[6]), Group: doc.Groups[e[7]], OpMark: e[8]})
+		h := PendingHalf{QueueOffset: e[0], Phy: e[1], Size: int32(e[2]), Born: e[3], stored: e[4],
+			ImmunityMs: e[5], Checks: int32(e[6]), Group: doc.Groups[e[7]], OpMark: e[8]}
+		if withTopics {
+			if t := doc.TopicOf[n]; t >= 0 && t < int64(len(doc.Topics)) {
+				h.Topic = doc.Topics[t]
+			}
+		}
+		hs = append(hs, h)
 	}
 	return &doc, hs, nil
 }

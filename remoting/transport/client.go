@@ -31,6 +31,11 @@ type ClientConfig struct {
 	// Dial opens a connection (e.g. with TLS); nil dials TCP with
 	// DialTimeout. The connection is ready for frames when it returns.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Prepare, when set, sees every request just before Invoke,
+	// InvokeAsync or InvokeOneway sends it (RocketMQ's RPC hook: a broker
+	// signs its own requests with its inner credentials here). It must not
+	// block.
+	Prepare func(req *remoting.Command)
 }
 
 // Client sends requests to servers, one connection per address, dialed on
@@ -156,6 +161,7 @@ func (cl *Client) dispatch(c *Conn, req *remoting.Command) {
 	if h == nil {
 		h = NotSupported
 	}
+	req.ExtMap()
 	c.acquire()
 	go c.run(valueHandler(h), req, false)
 }
@@ -167,6 +173,7 @@ func (cl *Client) Invoke(ctx context.Context, addr string, req *remoting.Command
 		return nil, err
 	}
 	req.Serialize = cl.cfg.Serialize
+	cl.prepare(req)
 	return c.Invoke(ctx, req)
 }
 
@@ -178,6 +185,7 @@ func (cl *Client) InvokeAsync(ctx context.Context, addr string, req *remoting.Co
 		return err
 	}
 	req.Serialize = cl.cfg.Serialize
+	cl.prepare(req)
 	return c.InvokeAsync(ctx, req, cb)
 }
 
@@ -191,7 +199,15 @@ func (cl *Client) InvokeOneway(addr string, req *remoting.Command) error {
 		return err
 	}
 	req.Serialize = cl.cfg.Serialize
+	cl.prepare(req)
 	return c.InvokeOneway(req)
+}
+
+// prepare runs the Prepare hook, if any.
+func (cl *Client) prepare(req *remoting.Command) {
+	if cl.cfg.Prepare != nil {
+		cl.cfg.Prepare(req)
+	}
 }
 
 // CloseConn closes the connection to addr, if any.

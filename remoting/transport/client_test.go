@@ -324,3 +324,48 @@ func TestAsyncCallFailsOnClose(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// Prepare sees every request the client sends, whichever way it is sent,
+// before it is written.
+func TestClientPrepareSeesEveryRequest(t *testing.T) {
+	got := make(chan string, 3)
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			got <- req.Ext("signed")
+			if req.IsOneway() {
+				return nil
+			}
+			return echo(c, req)
+		}, nil)
+	})
+	cl := NewClient(ClientConfig{Prepare: func(req *remoting.Command) {
+		if req.ExtFields == nil {
+			req.ExtFields = map[string]string{}
+		}
+		req.ExtFields["signed"] = "yes"
+	}})
+	defer cl.Close()
+	if _, err := cl.Invoke(context.Background(), addr, remoting.NewRequest(codeEcho, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	if err := cl.InvokeAsync(context.Background(), addr, remoting.NewRequest(codeEcho, nil, nil), func(_ *remoting.Command, err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.InvokeOneway(addr, remoting.NewRequest(codeEcho, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		select {
+		case v := <-got:
+			if v != "yes" {
+				t.Fatalf("request %d reached the server without Prepare's field", i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("request %d never arrived", i)
+		}
+	}
+}

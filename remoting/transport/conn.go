@@ -92,6 +92,8 @@ type connConfig struct {
 	logger         *slog.Logger
 	dispatch       func(c *Conn, req *remoting.Command)
 	onClose        func(c *Conn)
+	// onReply observes answers (Server.OnReply); nil on client conns.
+	onReply *ReplyObserver
 }
 
 // Conn is one TCP connection carrying commands both ways.
@@ -137,6 +139,15 @@ type Conn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	// Server connections' limits (limits.go): the source IP counted,
+	// the refusal remark of a connection over a limit, the
+	// authentication state and its deadline's timer.
+	ipKey         string
+	refusal       string
+	authenticated atomic.Bool
+	authTimer     *time.Timer
+	srcIP         atomic.Pointer[string]
 }
 
 func newConn(nc net.Conn, cfg connConfig) *Conn {
@@ -301,12 +312,15 @@ func (c *Conn) readLoop() {
 				lastDeadline = now
 			}
 		}
-		cmd, err := remoting.ReadCommand(c.br, c.cfg.maxFrame)
+		// Requests keep their ext fields inline until the dispatcher
+		// knows whether their handler wants the map.
+		cmd, err := remoting.ReadCommandInline(c.br, c.cfg.maxFrame)
 		if err != nil {
 			reason = err
 			return
 		}
 		if cmd.IsResponse() {
+			cmd.ExtMap()
 			c.complete(cmd)
 			continue
 		}

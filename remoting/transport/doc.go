@@ -64,6 +64,18 @@
 //	frame = [len][hdrlen][header][resp.Body][piece 0][piece 1]...[piece n-1]
 //	        len = 4 + hdrlen + len(resp.Body) + sum(len(piece i))
 //
+// # Ext fields
+//
+// The reader decodes a frame with remoting.ReadCommandInline: a request's
+// ext fields stay in the command's inline table until the dispatcher has
+// its code. Codes declared with Server.ReadsExtInline reach their handler
+// that way (no map is built; the handler reads with Command.LookupExt and
+// Command.Ext); every other request, every request while an Authorize hook
+// is set, every response and every server-initiated request on a client
+// has its ExtFields map built first. The header text the table points
+// into is the one string the header is decoded from, so the fields belong
+// to the handler for good, as the map's strings do.
+//
 // # Responses
 //
 // A response copies the request's opaque, sets flag bit 0 and is written in

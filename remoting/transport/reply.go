@@ -74,6 +74,8 @@ type Responder struct {
 	state atomic.Int32
 	once  atomic.Bool // a completion was made
 	out   outItem     // the answer of an early completion
+	start time.Time   // when Defer was called, with a reply observer
+	long  atomic.Bool // MarkLongPolled was called
 
 	// Guarded by c.hmu: the held list, oldest first.
 	linked     bool
@@ -85,11 +87,19 @@ type Responder struct {
 // the handler returns Later(r) and completes r once, when the answer is
 // known (possibly before it returns).
 func (c *Conn) Defer(req *remoting.Command) *Responder {
-	return &Responder{c: c, req: req}
+	r := &Responder{c: c, req: req}
+	if c.cfg.onReply != nil {
+		r.start = time.Now()
+	}
+	return r
 }
 
 // Conn returns the connection the request came on.
 func (r *Responder) Conn() *Conn { return r.c }
+
+// MarkLongPolled says the request is held waiting for data (a suspended
+// pull): the reply observer reports its answer as long-polled.
+func (r *Responder) MarkLongPolled() { r.long.Store(true) }
 
 // Request returns the request r answers.
 func (r *Responder) Request() *remoting.Command { return r.req }
@@ -133,14 +143,14 @@ func (r *Responder) complete(it outItem) {
 	}
 	r.out = outItem{}
 	if r.state.Load() == respReleased {
-		it.release()
+		r.unsent(it)
 		return
 	}
 	c := r.c
 	c.hmu.Lock()
 	if !r.state.CompareAndSwap(respHeld, respDone) {
 		c.hmu.Unlock()
-		it.release() // released meanwhile
+		r.unsent(it) // released meanwhile
 		return
 	}
 	c.unlinkHeld(r)
@@ -150,7 +160,26 @@ func (r *Responder) complete(it outItem) {
 		return
 	}
 	it.counted = true
-	c.replyItem(r.req, it, false)
+	c.answer(r.req, it, false, r.start, r.long.Load())
+}
+
+// unsent drops the completion of a released responder; the observer sees
+// it as unsent.
+func (r *Responder) unsent(it outItem) {
+	it.release()
+	if o := r.c.cfg.onReply; o != nil && it.cmd != nil && !r.req.IsOneway() {
+		(*o)(r.req, Answer{Code: it.cmd.Code, Elapsed: time.Since(r.start), LongPolled: r.long.Load(), Unsent: true})
+	}
+}
+
+// answer passes a response to the server's reply observer, if any, and
+// hands it to the writer (the observer runs first: once the writer has
+// the response, the peer may have it before the observer ran).
+func (c *Conn) answer(req *remoting.Command, it outItem, onReader bool, start time.Time, long bool) {
+	if o := c.cfg.onReply; o != nil {
+		(*o)(req, Answer{Code: it.cmd.Code, Elapsed: time.Since(start), LongPolled: long, Unsent: c.isClosed()})
+	}
+	c.replyItem(req, it, onReader)
 }
 
 // contractError is the panic value of a broken reply contract in a test
@@ -175,7 +204,11 @@ func misuse(c *Conn, req *remoting.Command, what string) {
 // run calls h for a request holding a slot and answers it. onReader says
 // it runs on the connection's reader goroutine.
 func (c *Conn) run(h ReplyHandler, req *remoting.Command, onReader bool) {
-	c.finish(req, c.callHandler(h, req), onReader)
+	var start time.Time
+	if c.cfg.onReply != nil {
+		start = time.Now()
+	}
+	c.finish(req, c.callHandler(h, req), onReader, start)
 }
 
 func (c *Conn) callHandler(h ReplyHandler, req *remoting.Command) (rep Reply) {
@@ -197,7 +230,7 @@ func (c *Conn) callHandler(h ReplyHandler, req *remoting.Command) (rep Reply) {
 // finish is the handler's return path: it writes a value or an early
 // completion, holds a responder still to be completed, and gives back the
 // slot of a request never answered.
-func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool) {
+func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start time.Time) {
 	r := rep.later
 	if r != nil && (r.req != req || r.c != c) {
 		misuse(c, req, "Later with the responder of another request")
@@ -227,9 +260,9 @@ func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool) {
 			return
 		}
 		it.counted = true
-		c.replyItem(req, it, onReader)
+		c.answer(req, it, onReader, r.start, r.long.Load())
 	case rep.resp != nil:
-		c.replyItem(req, outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done, counted: true}, onReader)
+		c.answer(req, outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done, counted: true}, onReader, start, false)
 	default:
 		if rep.done != nil {
 			rep.done()

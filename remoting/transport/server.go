@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -42,6 +44,17 @@ type ServerConfig struct {
 	// the request is dropped. It must be quick and must not block: it runs
 	// on the reader goroutine. nil costs one nil check per request.
 	Authorize func(c *Conn, req *remoting.Command) *remoting.Command
+	// MaxConns bounds the open connections of the server, MaxConnsPerIP
+	// those from one source IP (0: no bound). A connection over either is
+	// answered SYSTEM_BUSY "[REJECTREQUEST]too many connections..." on its
+	// first request and closed (limits.go).
+	MaxConns      int
+	MaxConnsPerIP int
+	// AuthTimeout closes a connection that Authorize has not marked
+	// authenticated (Conn.MarkAuthenticated) within this time of its
+	// accept (0: never). Only meaningful with an Authorize hook that
+	// authenticates.
+	AuthTimeout time.Duration
 
 	noDirectWrites bool // see connConfig
 }
@@ -56,6 +69,9 @@ type route struct {
 type routeTable struct {
 	m   map[int32]route
 	def ReplyHandler
+	// inline holds the codes whose handlers read ext fields through
+	// Command.LookupExt and Ext, so their requests keep the inline table.
+	inline map[int32]bool
 }
 
 // Server accepts connections and serves requests with registered handlers.
@@ -70,12 +86,18 @@ type Server struct {
 	draining         atomic.Bool
 	budget           *bodyBudget
 
+	refusedTotal, refusedPerIP, authTimeouts atomic.Uint64
+	refusalLogs                              *rate.Limiter
+
 	mu        sync.Mutex
 	closed    bool
 	listeners []net.Listener
 	conns     map[uint64]*Conn
+	perIP     map[string]int // open connections by source IP (with limits)
+	refusing  int            // connections in refusal mode, in conns but not counted
 	execs     []*Executor
 	onClose   []func(*Conn)
+	onReply   atomic.Pointer[ReplyObserver]
 	wg        sync.WaitGroup
 }
 
@@ -89,6 +111,12 @@ type ServerStats struct {
 	// BodyBudgetPaused is their total length.
 	BodyBudgetPauses uint64
 	BodyBudgetPaused time.Duration
+	// RefusedConnsTotal and RefusedConnsPerIP count connections refused
+	// by MaxConns and MaxConnsPerIP; AuthTimeouts those closed by
+	// AuthTimeout.
+	RefusedConnsTotal uint64
+	RefusedConnsPerIP uint64
+	AuthTimeouts      uint64
 }
 
 // NewServer returns a server that is not yet listening.
@@ -114,8 +142,9 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger, conns: make(map[uint64]*Conn),
-		budget: &bodyBudget{limit: max(cfg.MaxQueuedBodyBytes, 0)}}
+	s := &Server{cfg: cfg, logger: cfg.Logger, conns: make(map[uint64]*Conn), perIP: make(map[string]int),
+		refusalLogs: rate.NewLimiter(rate.Limit(5), 20),
+		budget:      &bodyBudget{limit: max(cfg.MaxQueuedBodyBytes, 0)}}
 	s.routes.Store(&routeTable{m: map[int32]route{}, def: valueHandler(NotSupported)})
 	return s
 }
@@ -147,7 +176,7 @@ func (s *Server) RegisterReply(code int32, h ReplyHandler, ex *Executor) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := s.routes.Load()
-	t := &routeTable{m: make(map[int32]route, len(old.m)+1), def: old.def}
+	t := &routeTable{m: make(map[int32]route, len(old.m)+1), def: old.def, inline: old.inline}
 	for k, v := range old.m {
 		t.m[k] = v
 	}
@@ -160,7 +189,60 @@ func (s *Server) RegisterDefault(h Handler) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := s.routes.Load()
-	s.routes.Store(&routeTable{m: old.m, def: valueHandler(h)})
+	s.routes.Store(&routeTable{m: old.m, def: valueHandler(h), inline: old.inline})
+}
+
+// ReadsExtInline declares that the handlers of codes read a request's ext
+// fields only through Command.LookupExt and Command.Ext (or call
+// Command.ExtMap first), so their requests arrive with the fields in the
+// command's inline table and no map is built for them. Every other
+// request, and every request while an Authorize hook is set, has its
+// ExtFields map built before anything sees it. It may be called before or
+// after the codes are registered.
+func (s *Server) ReadsExtInline(codes ...int32) {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	old := s.routes.Load()
+	t := &routeTable{m: old.m, def: old.def, inline: make(map[int32]bool, len(old.inline)+len(codes))}
+	for k, v := range old.inline {
+		t.inline[k] = v
+	}
+	for _, c := range codes {
+		t.inline[c] = true
+	}
+	s.routes.Store(t)
+}
+
+// ReplyObserver sees every response the server's handlers give to a
+// request that is not oneway, just before the response is handed to the
+// connection's writer (or dropped, the connection being closed). It runs
+// on the goroutine that answers and must be quick.
+type ReplyObserver func(req *remoting.Command, a Answer)
+
+// Answer is what a ReplyObserver learns of one response.
+type Answer struct {
+	// Code is the response's code.
+	Code int32
+	// Elapsed is the time from the start of the request's handler to the
+	// response's hand-off to the writer.
+	Elapsed time.Duration
+	// LongPolled says the request waited for data before it was answered
+	// (Responder.MarkLongPolled).
+	LongPolled bool
+	// Unsent says the response is not sent: its connection had closed,
+	// or had released the request's responder, when it was given. A
+	// write that fails later is not seen here.
+	Unsent bool
+}
+
+// OnReply sets the observer of answers for the connections accepted from
+// then on (set it before Listen); nil costs one nil check per request.
+func (s *Server) OnReply(fn ReplyObserver) {
+	if fn == nil {
+		s.onReply.Store(nil)
+		return
+	}
+	s.onReply.Store(&fn)
 }
 
 // OnConnClose adds fn to the functions called when a connection closes.
@@ -177,7 +259,9 @@ func (s *Server) Stats() ServerStats {
 	s.mu.Unlock()
 	return ServerStats{Conns: n, RejectedInflight: s.rejectedInflight.Load(),
 		QueuedBodyBytes: s.budget.used.Load(), BodyBudgetPauses: s.budget.pauses.Load(),
-		BodyBudgetPaused: time.Duration(s.budget.pausedNs.Load())}
+		BodyBudgetPaused:  time.Duration(s.budget.pausedNs.Load()),
+		RefusedConnsTotal: s.refusedTotal.Load(), RefusedConnsPerIP: s.refusedPerIP.Load(),
+		AuthTimeouts: s.authTimeouts.Load()}
 }
 
 // Listen listens on addr ("host:port", port 0 for any) and serves in the
@@ -223,6 +307,7 @@ func (s *Server) serve(nc net.Conn) {
 		logger:         s.logger,
 		dispatch:       s.dispatch,
 		onClose:        s.connClosed,
+		onReply:        s.onReply.Load(),
 	})
 	s.mu.Lock()
 	if s.closed {
@@ -230,15 +315,46 @@ func (s *Server) serve(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	if s.limited() {
+		c.ipKey = sourceIP(nc.RemoteAddr())
+		if c.refusal = s.admitLocked(c.ipKey); c.refusal != "" && s.refusing >= maxRefusing {
+			// Too many waiting for their refusal already: close at once.
+			s.mu.Unlock()
+			nc.Close()
+			return
+		} else if c.refusal != "" {
+			s.refusing++
+		} else {
+			s.perIP[c.ipKey]++
+		}
+	}
 	s.conns[c.ID()] = c
 	s.mu.Unlock()
 	s.logger.Debug("remoting: connection accepted", "conn", c.ID(), "remote", nc.RemoteAddr().String())
+	if c.refusal != "" {
+		s.logRefusal(c, c.refusal)
+		time.AfterFunc(refusalGrace, func() { c.closeWith(errOverLimit) })
+	} else if s.cfg.AuthTimeout > 0 {
+		s.watchAuth(c)
+	}
 	c.start(&s.wg)
 }
 
 func (s *Server) connClosed(c *Conn) {
 	s.mu.Lock()
 	delete(s.conns, c.ID())
+	if c.authTimer != nil {
+		c.authTimer.Stop()
+	}
+	if s.limited() {
+		if c.refusal != "" {
+			s.refusing--
+		} else if n := s.perIP[c.ipKey] - 1; n > 0 {
+			s.perIP[c.ipKey] = n
+		} else {
+			delete(s.perIP, c.ipKey)
+		}
+	}
 	fns := s.onClose
 	s.mu.Unlock()
 	for _, fn := range fns {
@@ -248,6 +364,14 @@ func (s *Server) connClosed(c *Conn) {
 
 // dispatch admits and routes one request read by c's reader.
 func (s *Server) dispatch(c *Conn, req *remoting.Command) {
+	if c.refusal != "" {
+		s.refuseConn(c, req)
+		return
+	}
+	t := s.routes.Load()
+	if s.cfg.Authorize != nil || !t.inline[req.Code] {
+		req.ExtMap()
+	}
 	if s.cfg.Authorize != nil {
 		if resp := s.cfg.Authorize(c, req); resp != nil {
 			if !req.IsOneway() {
@@ -256,7 +380,6 @@ func (s *Server) dispatch(c *Conn, req *remoting.Command) {
 			return
 		}
 	}
-	t := s.routes.Load()
 	r, ok := t.m[req.Code]
 	if !ok {
 		r = route{h: t.def}

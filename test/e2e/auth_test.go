@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/spoolmq/spool/remoting"
 )
 
 // spoolAdmin runs `spool admin` against s signed as the initial user.
@@ -112,4 +116,94 @@ func TestAuthGoClient(t *testing.T) {
 	if err := sendErr(t, pub, "AuthB", "ok-pub-b"); err != nil {
 		t.Fatalf("pub to B after updateAcl: %v", err)
 	}
+}
+
+// spoolAdminAs runs `spool admin` signed as ak.
+func (s *spool) spoolAdminAs(t testing.TB, ak, sk string, args ...string) string {
+	t.Helper()
+	all := append([]string{"admin", "-n", s.namesrvAddr, "--accessKey", ak, "--secretKey", sk}, args...)
+	out, err := exec.Command(spoolBin, all...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("spool %s: %v\n%s", strings.Join(all, " "), err, out)
+	}
+	return string(out)
+}
+
+// A Deny on a topic beats an Allow on every topic; the Deny, added and
+// removed with spool admin, takes effect on the next send without a
+// restart. The standalone's name-server port refuses an unsigned broker
+// registration.
+func TestAuthDenyBeatsAllow(t *testing.T) {
+	s := startSpool(t, "authenticationEnabled=true", "authorizationEnabled=true",
+		`initAuthenticationUser={"username":"root","password":"root-secret"}`)
+	for _, topic := range []string{"DenyA", "DenyB"} {
+		s.spoolAdmin(t, "create-topic", topic, "--queues", "1")
+		waitFor(t, 20*time.Second, "route of "+topic, func() bool { return len(s.routeQueues(t, topic)) == 1 })
+	}
+	s.spoolAdmin(t, "createUser", "-b", s.brokerAddr, "-u", "wide", "-p", "wide-secret", "-t", "Normal")
+	s.spoolAdmin(t, "createAcl", "-b", s.brokerAddr, "-s", "User:wide", "-r", "Topic:*", "-a", "Pub", "-d", "Allow")
+	p := s.newProducer(t, "pg-wide", producer.WithCredentials(primitive.Credentials{AccessKey: "wide", SecretKey: "wide-secret"}))
+	for _, topic := range []string{"DenyA", "DenyB"} {
+		if err := sendErr(t, p, topic, "before-deny"); err != nil {
+			t.Fatalf("send to %s with Allow on Topic:*: %v", topic, err)
+		}
+	}
+	s.spoolAdmin(t, "updateAcl", "-b", s.brokerAddr, "-s", "User:wide", "-r", "Topic:DenyB", "-a", "Pub", "-d", "Deny")
+	wantNoPermission(t, sendErr(t, p, "DenyB", "after-deny"), "send to DenyB with Deny on it")
+	if err := sendErr(t, p, "DenyA", "after-deny"); err != nil {
+		t.Fatalf("send to DenyA after the Deny on DenyB: %v", err)
+	}
+	s.spoolAdmin(t, "deleteAcl", "-b", s.brokerAddr, "-s", "User:wide", "-r", "Topic:DenyB")
+	if err := sendErr(t, p, "DenyB", "deny-removed"); err != nil {
+		t.Fatalf("send to DenyB after the Deny was deleted: %v", err)
+	}
+
+	rc := dialRaw(t, s.namesrvAddr)
+	reg := rawRequest(remoting.RegisterBroker, map[string]string{"brokerName": "fake", "brokerAddr": "127.0.0.1:1",
+		"clusterName": "DefaultCluster", "brokerId": "0", "compressed": "false"},
+		[]byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{}},"filterServerList":[]}`))
+	if resp := rc.call(t, reg); resp.Code != remoting.NoPermission {
+		t.Fatalf("unsigned REGISTER_BROKER on the name-server port: code %d %q", resp.Code, resp.Remark)
+	}
+}
+
+// With aclEnable and plain_acl.yml, an account allowed PUB on a topic
+// sends to it; the file rewritten to DENY the topic refuses the next
+// sends once it is reloaded, without a restart.
+func TestAuthPlainACLReload(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(home, "conf", "plain_acl.yml")
+	write := func(perm string) {
+		text := "accounts:\n" +
+			"  - accessKey: aclAdmin\n    secretKey: admin-secret\n    admin: true\n" +
+			"  - accessKey: aclProducer\n    secretKey: producer-secret\n    admin: false\n" +
+			"    defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n    topicPerms:\n      - AclT=" + perm + "\n"
+		tmp := file + ".tmp"
+		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("PUB")
+	s := startSpool(t, "aclEnable=true", "rocketmqHome="+home)
+	s.spoolAdminAs(t, "aclAdmin", "admin-secret", "create-topic", "AclT", "--queues", "1")
+	waitFor(t, 20*time.Second, "route of AclT", func() bool { return len(s.routeQueues(t, "AclT")) == 1 })
+	p := s.newProducer(t, "pg-acl", producer.WithCredentials(primitive.Credentials{AccessKey: "aclProducer", SecretKey: "producer-secret"}))
+	if err := sendErr(t, p, "AclT", "allowed"); err != nil {
+		t.Fatalf("send with AclT=PUB: %v", err)
+	}
+	write("DENY")
+	var err error
+	waitFor(t, 30*time.Second, "plain_acl.yml's DENY applied", func() bool {
+		err = sendErr(t, p, "AclT", "denied")
+		return err != nil
+	})
+	wantNoPermission(t, err, "send with AclT=DENY")
+	write("PUB")
+	waitFor(t, 30*time.Second, "plain_acl.yml's PUB applied again", func() bool { return sendErr(t, p, "AclT", "allowed-again") == nil })
 }

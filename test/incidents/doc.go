@@ -1,8 +1,9 @@
 // Package incidents replays, as tests, the production incidents Spool was
 // designed against (the field reports behind its design rules): a slow fsync
-// under the log lock, a stalled CommitLog file allocation, a cold-read
-// storm, a send-queue overload and a transaction check-back storm. Each
-// scenario measures a no-fault baseline in the same run and compares.
+// under the log lock (on one broker, and on a SYNC_MASTER with its slave),
+// a stalled CommitLog file allocation, a cold-read storm, a send-queue
+// overload and a transaction check-back storm. Each scenario measures a
+// no-fault baseline in the same run and compares.
 //
 // The package owns only tests. It must never reach into another package's
 // internals: it drives a broker through the remoting protocol, injects

@@ -46,8 +46,10 @@ type sendLoad struct {
 type loadResult struct {
 	Sent        int64            `json:"sent"`
 	OK          int64            `json:"ok"`
-	FlushTO     int64            `json:"flush_disk_timeout"` // FLUSH_DISK_TIMEOUT answers
-	Busy        int64            `json:"busy"`               // SYSTEM_BUSY answers with a well-formed remark
+	FlushTO     int64            `json:"flush_disk_timeout"`  // FLUSH_DISK_TIMEOUT answers
+	SlaveNA     int64            `json:"slave_not_available"` // SLAVE_NOT_AVAILABLE (11) answers
+	SlaveTO     int64            `json:"flush_slave_timeout"` // FLUSH_SLAVE_TIMEOUT (12) answers
+	Busy        int64            `json:"busy"`                // SYSTEM_BUSY answers with a well-formed remark
 	BusyByTag   map[string]int64 `json:"busy_by_tag"`
 	PageCache   int64            `json:"page_cache_busy"` // [PC_SYNCHRONIZED] [PCBUSY_CLEAN_QUEUE] [REJECTREQUEST]
 	Malformed   int64            `json:"malformed"`       // answers that are neither OK, FLUSH_DISK_TIMEOUT nor a well-formed busy
@@ -116,6 +118,8 @@ type recorder struct {
 	sent     atomic.Int64
 	ok       atomic.Int64
 	flushTO  atomic.Int64
+	slaveNA  atomic.Int64
+	slaveTO  atomic.Int64
 	busy     atomic.Int64
 	pcBusy   atomic.Int64
 	bad      atomic.Int64
@@ -172,6 +176,12 @@ func (r *recorder) answer(resp *remoting.Command, err error, sent time.Time, siz
 		r.bytes.Add(int64(size))
 	case remoting.FlushDiskTimeout:
 		r.flushTO.Add(1)
+	case remoting.SlaveNotAvailable:
+		r.slaveNA.Add(1)
+		r.noteBad(fmt.Sprintf("code %d: %s", resp.Code, resp.Remark))
+	case remoting.FlushSlaveTimeout:
+		r.slaveTO.Add(1)
+		r.noteBad(fmt.Sprintf("code %d: %s", resp.Code, resp.Remark))
 	case remoting.SystemBusy:
 		tag, ok := classifyBusy(resp.Remark)
 		if !ok {
@@ -194,7 +204,7 @@ func (r *recorder) answer(resp *remoting.Command, err error, sent time.Time, siz
 
 func (r *recorder) result(end time.Time) loadResult {
 	out := loadResult{
-		Sent: r.sent.Load(), OK: r.ok.Load(), FlushTO: r.flushTO.Load(), Busy: r.busy.Load(), PageCache: r.pcBusy.Load(),
+		Sent: r.sent.Load(), OK: r.ok.Load(), FlushTO: r.flushTO.Load(), SlaveNA: r.slaveNA.Load(), SlaveTO: r.slaveTO.Load(), Busy: r.busy.Load(), PageCache: r.pcBusy.Load(),
 		Malformed: r.bad.Load(), ClientTO: r.clientTO.Load(), OtherErrors: r.otherErr.Load(),
 		Seconds: end.Sub(r.start).Seconds(), Bytes: r.bytes.Load(),
 		Lat: summarize(r.lat.Snapshot()), OKLat: summarize(r.okLat.Snapshot()), BusyByTag: map[string]int64{},
@@ -414,6 +424,6 @@ func (r loadResult) describe() string {
 	for k, v := range r.BusyByTag {
 		tags = append(tags, fmt.Sprintf("%s=%d", k, v))
 	}
-	return fmt.Sprintf("sent=%d ok=%d (%.0f/s) flushTimeout=%d busy=%d [%s] pageCacheBusy=%d malformed=%d clientTimeouts=%d errors=%d lat{%s}",
-		r.Sent, r.OK, r.Throughput(), r.FlushTO, r.Busy, strings.Join(tags, " "), r.PageCache, r.Malformed, r.ClientTO, r.OtherErrors, r.Lat)
+	return fmt.Sprintf("sent=%d ok=%d (%.0f/s) flushTimeout=%d slaveNotAvailable=%d flushSlaveTimeout=%d busy=%d [%s] pageCacheBusy=%d malformed=%d clientTimeouts=%d errors=%d lat{%s}",
+		r.Sent, r.OK, r.Throughput(), r.FlushTO, r.SlaveNA, r.SlaveTO, r.Busy, strings.Join(tags, " "), r.PageCache, r.Malformed, r.ClientTO, r.OtherErrors, r.Lat)
 }

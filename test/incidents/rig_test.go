@@ -327,6 +327,9 @@ func answerInvariants(t testing.TB, name string, r loadResult) {
 	if r.PageCache != 0 {
 		t.Errorf("%s: %d page-cache-busy rejections (%v), want 0", name, r.PageCache, r.BusyByTag)
 	}
+	if r.SlaveNA != 0 || r.SlaveTO != 0 {
+		t.Errorf("%s: %d SLAVE_NOT_AVAILABLE and %d FLUSH_SLAVE_TIMEOUT answers, want 0; first: %s", name, r.SlaveNA, r.SlaveTO, r.FirstBad)
+	}
 }
 
 // ratio is a/b, or 0 when b is 0.
