@@ -2,13 +2,13 @@ package failover
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spoolmq/spool/internal/broker"
+	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/internal/testkit/brokerkit"
 	"github.com/spoolmq/spool/internal/vfs"
 )
@@ -34,15 +34,23 @@ func TestSlowDiskIsNotADeadReplica(t *testing.T) {
 	}
 	inj := vfs.NewInjector(vfs.Default)
 	port := brokerPort(t)
+	logs := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("in-process master's log (tail):\n%s", tail(logs.String()))
+		}
+	})
 	kb := brokerkit.Start(t, brokerkit.Config{
-		FS: inj,
+		FS:   inj,
+		Size: testkit.Medium, // 16 MiB CommitLog files: the test stays in the first
+
 		Broker: func(bc *broker.Config) {
 			bc.BrokerName, bc.BrokerClusterName = setA, clusterName
 			bc.ListenPort, bc.NamesrvAddr, bc.VipChannelEnable = port, c.ns.addr, false
 			bc.EnableControllerMode = true
 			bc.Controller.ControllerAddr = strings.Join(c.ctlAddrs, ";")
 		},
-		Options: broker.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Options: broker.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))},
 	})
 	slow := &replica{proc: &proc{name: "in-process master " + setA, addr: kb.Addr()}}
 	c.a = append(c.a, slow)
@@ -90,8 +98,10 @@ func TestSlowDiskIsNotADeadReplica(t *testing.T) {
 
 	// The in-process master steps down; one of the processes takes over.
 	kb.Stop(t)
-	next, err := c.view.await(90*time.Second, "a master after the in-process one stopped", func(v view) bool {
-		return v.MasterAddr != kb.Addr() && v.MasterEpoch > before.MasterEpoch && c.replicaAt(v.MasterAddr) != nil
+	// It is stopped once another replica is back in its sync-state set, so
+	// that an election has someone to choose.
+	next, err := c.view.await(90*time.Second, "a master after the in-process one stopped, with another replica in its sync-state set", func(v view) bool {
+		return v.MasterAddr != kb.Addr() && v.MasterEpoch > before.MasterEpoch && c.replicaAt(v.MasterAddr) != nil && c.canFailOver(v)
 	})
 	if err != nil {
 		c.fail(err)
