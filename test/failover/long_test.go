@@ -42,8 +42,10 @@ func TestFailoverLong(t *testing.T) {
 	injected := 0
 	for round := 1; round <= rounds; round++ {
 		for _, fs := range plan {
-			if err := c.awaitHealthy(3 * time.Minute); err != nil {
-				c.fail(fmt.Errorf("round %d, before %v: %w", round, kinds(fs), err))
+			if err := c.awaitHealthy(2 * time.Minute); err != nil {
+				// Counted, and the run goes on with what is left: the
+				// faults that can still fail over are measured.
+				t.Errorf("round %d, before %v: %v", round, kinds(fs), err)
 			}
 			for _, err := range c.step(w, fs...) {
 				t.Errorf("round %d, %v: %v", round, kinds(fs), err)
@@ -52,8 +54,8 @@ func TestFailoverLong(t *testing.T) {
 			t.Logf("round %d: %v done (%d faults, %d acknowledged)", round, kinds(fs), injected, w.acked.Load())
 		}
 	}
-	if err := c.awaitHealthy(3 * time.Minute); err != nil {
-		c.fail(err)
+	if err := c.awaitHealthy(2 * time.Minute); err != nil {
+		t.Errorf("after the faults: %v", err)
 	}
 	rep := w.finalRead(60 * time.Second)
 	table := check.Table(w.rec.Faults(), w.rec.History().Sends)
