@@ -42,7 +42,7 @@ func TestFailoverLong(t *testing.T) {
 	injected := 0
 	for round := 1; round <= rounds; round++ {
 		for _, fs := range plan {
-			if err := c.awaitHealthy(2 * time.Minute); err != nil {
+			if err := c.awaitHealthy(90 * time.Second); err != nil {
 				// Counted, and the run goes on with what is left: the
 				// faults that can still fail over are measured.
 				t.Errorf("round %d, before %v: %v", round, kinds(fs), err)
