@@ -17,6 +17,11 @@ const (
 	setB        = "fo-b" // a second broker set, a classic master, for routing
 )
 
+// smallFiles keeps the brokers' CommitLog files at 64 MiB: four brokers
+// with 1 GiB files and two preallocated ahead take 12 GiB of a shared
+// disk, and a disk above diskSpaceWarningLevelRatio refuses every put.
+const smallFiles = "mappedFileSizeCommitLog=67108864"
+
 // refusal is what a broker without the AutoSwitch replication engine
 // answers enableControllerMode=true with (internal/broker).
 const refusal = "enableControllerMode=true needs the AutoSwitch replication engine"
@@ -143,7 +148,7 @@ func startClusterOf(t testing.TB, withSetA bool, brokerSets ...string) *cluster 
 	c.b = &proc{name: "broker " + setB, addr: bAddr, args: []string{"broker", "--listen", bAddr,
 		"--store", filepath.Join(c.dir, setB), "--namesrv", nsAddr,
 		"--set", "brokerClusterName=" + clusterName, "--set", "brokerName=" + setB,
-		"--set", "vipChannelEnable=false"}}
+		"--set", "vipChannelEnable=false", "--set", smallFiles}}
 	if err := c.b.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +191,7 @@ func (c *cluster) newReplica(i int) *replica {
 		"--set", "brokerClusterName=" + clusterName, "--set", "brokerName=" + setA,
 		"--set", "enableControllerMode=true", "--set", "controllerAddr=" + strings.Join(via, ";"),
 		"--set", "allAckInSyncStateSet=true",
-		"--set", "vipChannelEnable=false"}
+		"--set", "vipChannelEnable=false", "--set", smallFiles}
 	for _, kv := range c.brokerSets {
 		args = append(args, "--set", kv)
 	}
