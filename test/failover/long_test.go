@@ -39,9 +39,25 @@ func TestFailoverLong(t *testing.T) {
 			plan = append(plan, []fault{faults[i], faults[j]})
 		}
 	}
+	// SPOOL_FAILOVER_BUDGET (a duration) stops injecting once spent, so a
+	// run on a busy machine still ends with its verdict and table.
+	var budget time.Duration
+	if s := os.Getenv("SPOOL_FAILOVER_BUDGET"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("SPOOL_FAILOVER_BUDGET=%q", s)
+		}
+		budget = d
+	}
+	began := time.Now()
 	injected := 0
+plan:
 	for round := 1; round <= rounds; round++ {
 		for _, fs := range plan {
+			if budget > 0 && time.Since(began) > budget {
+				t.Errorf("SPOOL_FAILOVER_BUDGET=%v spent after %d faults: the plan was cut short", budget, injected)
+				break plan
+			}
 			if err := c.awaitHealthy(90 * time.Second); err != nil {
 				// Counted, and the run goes on with what is left: the
 				// faults that can still fail over are measured.
@@ -61,6 +77,9 @@ func TestFailoverLong(t *testing.T) {
 	table := check.Table(w.rec.Faults(), w.rec.History().Sends)
 	fmt.Printf("failover suite: %d faults\n%s%s\n", injected, table, rep)
 	t.Logf("%s\n%s", rep, table)
+	if t.Failed() {
+		t.Logf("processes:\n%s", c.outputs())
+	}
 	if rep.Failed() {
 		c.fail(fmt.Errorf("the history breaks a guarantee: %s", rep))
 	}
