@@ -5,7 +5,7 @@ GO ?= go
 # broadcasting offset files out of $HOME.
 CLIENT_OFFSETS ?= $(shell mktemp -d 2>/dev/null || echo /tmp/spool-client-offsets)
 
-.PHONY: build test test-unit test-e2e test-soak vet fuzz fuzz-list incidents clean
+.PHONY: build test test-unit test-e2e test-failover failover-long test-soak vet fuzz fuzz-list incidents clean
 
 build:
 	$(GO) build -o spool ./cmd/spool
@@ -13,18 +13,28 @@ build:
 vet:
 	$(GO) vet ./...
 
-# Every package but the end-to-end suite runs under the race detector. The
-# end-to-end suite drives a race-built broker with the official client,
-# which has data races of its own and so runs without -race.
-test: vet test-unit test-e2e
+# Every package but the end-to-end and failover suites runs under the race
+# detector. Those two drive broker processes with the official client,
+# which has data races of its own, and so run without -race.
+test: vet test-unit test-e2e test-failover
 
 test-unit:
-	$(GO) test -race -timeout 8m $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -race -timeout 8m $$($(GO) list ./... | grep -v -e /test/e2e -e '/test/failover$$')
 
 # -count=1: the suite builds the broker binary itself, which the test
 # cache cannot see, so a cached pass could hide a changed broker.
 test-e2e:
 	env 'rocketmq.client.localOffsetStoreDir=$(CLIENT_OFFSETS)' $(GO) test -count=1 -timeout 8m ./test/e2e/
+
+# The failover suite's short form (one SIGKILL of a controller-mode master)
+# and the harness's own test; the checker runs in test-unit.
+test-failover:
+	env 'rocketmq.client.localOffsetStoreDir=$(CLIENT_OFFSETS)' $(GO) test -count=1 -timeout 8m ./test/failover/
+
+# The failover suite's long form: at least 50 faults, each alone and in
+# pairs, and the table of failover times.
+failover-long:
+	env 'rocketmq.client.localOffsetStoreDir=$(CLIENT_OFFSETS)' $(GO) test -tags failover -count=1 -timeout 120m -run TestFailoverLong -v ./test/failover/
 
 # The long forms of the replication tests (build tag soak): the
 # SYNC_MASTER kill-and-restart loop five times, a 2 GiB catch-up.

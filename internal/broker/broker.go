@@ -113,6 +113,11 @@ type Broker struct {
 	cold      *coldReadBudget
 	repl      *replication    // set by Start before the listeners open; nil for test stores
 	failover  *failover.Agent // the controller client; nil unless enableControllerMode
+	sw        *switchReplica  // controller mode's replication engine (nil otherwise)
+	roleMu    sync.Mutex      // serializes the master-only services' start and stop
+	// masterServices is the controller-mode life of the schedule and
+	// transaction-check services (servicesNever, ...).
+	masterServices int
 	// syncCounts are a slave's metadata copy figures; timerCopy is the
 	// master's timer checkpoint it copied last.
 	syncCounts slaveSyncCounts
@@ -166,7 +171,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	if err := checkRole(opts.StoreConfig.BrokerRole, cfg.BrokerID); err != nil {
 		return nil, err
 	}
-	if err := checkControllerMode(&cfg, opts.replica); err != nil {
+	if err := checkControllerMode(&cfg); err != nil {
 		return nil, err
 	}
 	// The timing wheel lives in the store's directory.
@@ -226,6 +231,13 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		}
 		b.store = st
 	}
+	if cfg.EnableControllerMode && opts.replica == nil {
+		st, ok := b.store.(*store.DefaultMessageStore)
+		if !ok {
+			return nil, fmt.Errorf("%w: enableControllerMode=true needs the broker's own message store", ErrConfig)
+		}
+		b.sw = newSwitchReplica(b, st, &cfg)
+	}
 	b.longPoll = longpoll.New(longPollDeps(b))
 	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
 	b.cold = &coldReadBudget{clock: b.clock}
@@ -250,7 +262,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	})
 	b.server.OnReply(b.rpc.observe)
 	if cfg.EnableControllerMode {
-		if err := b.setupControllerMode(opts.replica); err != nil {
+		r := opts.replica
+		if r == nil {
+			r = b.sw
+		}
+		if err := b.setupControllerMode(r); err != nil {
 			return nil, err
 		}
 	}
@@ -338,7 +354,9 @@ func (b *Broker) Start() error {
 	if bind == "" {
 		bind = "0.0.0.0"
 	}
-	b.startReplication()
+	if !cfg.EnableControllerMode {
+		b.startReplication()
+	}
 	if err := b.startTimers(); err != nil {
 		return fail(err)
 	}
@@ -386,7 +404,7 @@ func (b *Broker) Start() error {
 	b.registrar.round()
 	b.background(b.registrar.run)
 	b.background(b.registrar.runTopicChanges)
-	if !b.isSlave() { // a slave's log holds only its master's bytes
+	if !b.isSlave() && !cfg.EnableControllerMode { // a slave's log holds only its master's bytes; controller mode starts them with the role
 		b.schedule.Start()
 		b.txCheck.Start()
 	}

@@ -4,28 +4,19 @@ import (
 	"fmt"
 
 	"github.com/spoolmq/spool/internal/failover"
+	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/remoting"
 )
 
-// errNoAutoSwitch refuses enableControllerMode=true while the broker has
-// no replication engine for it to drive.
-var errNoAutoSwitch = fmt.Errorf("%w: enableControllerMode=true needs the AutoSwitch replication engine "+
-	"(RocketMQ's AutoSwitch HA: the epoch file, truncation on a role change, the confirm offset), "+
-	"which this build does not have; set enableControllerMode=false and replicate with brokerRole", ErrConfig)
-
 // checkControllerMode checks the controller-mode keys before anything is
-// opened; r is the replication engine controller mode would drive (nil:
-// none, refused).
-func checkControllerMode(cfg *Config, r failover.Replica) error {
+// opened.
+func checkControllerMode(cfg *Config) error {
 	if !cfg.EnableControllerMode {
 		return nil
 	}
 	if err := cfg.Controller.Check(); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if r == nil {
-		return errNoAutoSwitch
 	}
 	return nil
 }
@@ -55,13 +46,75 @@ func (b *Broker) setupControllerMode(r failover.Replica) error {
 	return nil
 }
 
-// controllerRoleChanged logs a role the controller gave the broker and
-// registers with the name servers under it.
+// controllerRoleChanged logs a role the controller gave the broker,
+// sets the broker's role from it (SYNC_MASTER or SLAVE, as RocketMQ's
+// ReplicasManager does), makes the services that write to the log follow
+// it and registers with the name servers under it.
 func (b *Broker) controllerRoleChanged(s failover.Status) {
 	b.logger.Info("controller mode: role changed", "role", s.Role.String(), "brokerId", s.BrokerID,
 		"master", s.MasterID, "masterAddr", s.MasterAddr, "epoch", s.MasterEpoch)
+	switch s.Role {
+	case failover.RoleMaster:
+		b.setStoreRole(store.SyncMaster)
+		b.startMasterServices()
+	case failover.RoleSlave:
+		b.setStoreRole(store.Slave)
+		b.stopMasterServices()
+	}
 	b.registrar.trigger()
 }
+
+// setStoreRole replaces the broker's view of brokerRole (the runtime
+// figures, the data path's slave rules). The store's own refusal of puts
+// is the replication engine's (RefusePuts).
+func (b *Broker) setStoreRole(role string) {
+	b.cfgMu.Lock()
+	defer b.cfgMu.Unlock()
+	cur := b.storeConfig()
+	if cur.BrokerRole == role {
+		return
+	}
+	next := *cur
+	next.BrokerRole = role
+	b.setConfig(b.config(), &next)
+}
+
+// startMasterServices starts the services that write to the log (delayed
+// delivery, transaction check-back), which a slave does not run, the
+// first time the broker becomes master.
+func (b *Broker) startMasterServices() {
+	b.roleMu.Lock()
+	defer b.roleMu.Unlock()
+	switch {
+	case b.masterServices == servicesRunning:
+		return
+	case b.masterServices == servicesStopped:
+		b.logger.Warn("controller mode: master again; delayed delivery and transaction check-back restart only with the broker")
+		return
+	}
+	b.schedule.Start()
+	b.txCheck.Start()
+	b.masterServices = servicesRunning
+}
+
+// stopMasterServices stops them when a master becomes slave.
+func (b *Broker) stopMasterServices() {
+	b.roleMu.Lock()
+	defer b.roleMu.Unlock()
+	if b.masterServices != servicesRunning {
+		return
+	}
+	b.schedule.Stop()
+	b.txCheck.Stop()
+	b.masterServices = servicesStopped
+}
+
+// Life of the master-only services in controller mode.
+const (
+	servicesNever = iota
+	servicesRunning
+	servicesStopped
+)
 
 // hasRole reports whether the broker has a role to register with the
 // name servers: always, unless controller mode has not given it one yet

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,40 +26,54 @@ import (
 	"github.com/spoolmq/spool/remoting/transport"
 )
 
-// Without a replication engine for it, enableControllerMode=true refuses
-// to start and says what is missing; the keys themselves bind.
-func TestControllerModeRefusedWithoutAutoSwitch(t *testing.T) {
+// enableControllerMode=true binds its keys, builds the AutoSwitch engine
+// over the broker's store and refuses sends until the controller gives a
+// role; without controllers it refuses to start before the store opens.
+func TestControllerModeBuildsAutoSwitch(t *testing.T) {
 	cfg := DefaultConfig()
 	rep, err := config.Bind(map[string]string{
 		"enableControllerMode": "true", "controllerAddr": "127.0.0.1:19876;127.0.0.1:19877",
 		"controllerHeartBeatTimeoutMills": "6000", "brokerElectionPriority": "3", "haMaxTimeSlaveNotCatchup": "20000",
+		"allAckInSyncStateSet": "true", "minInSyncReplicas": "2",
 	}, &cfg)
 	if err != nil {
 		t.Fatalf("controller-mode keys refused: %v", err)
 	}
 	if len(rep.Unbuilt) != 0 || !cfg.EnableControllerMode || cfg.Controller.ControllerHeartBeatTimeoutMills != 6000 ||
 		cfg.Controller.BrokerElectionPriority != 3 || cfg.Controller.HaMaxTimeSlaveNotCatchup != 20000 ||
-		len(cfg.Controller.Controllers()) != 2 {
-		t.Fatalf("bound %+v, unbuilt %v", cfg.Controller, rep.Unbuilt)
+		len(cfg.Controller.Controllers()) != 2 || !cfg.HA.AllAckInSyncStateSet || cfg.HA.MinInSyncReplicas != 2 {
+		t.Fatalf("bound %+v %+v, unbuilt %v", cfg.Controller, cfg.HA, rep.Unbuilt)
 	}
-	for _, tt := range []struct {
-		name, addr, want string
-	}{
-		{"no replication engine", "127.0.0.1:19876", "AutoSwitch"},
-		{"no controllers", "", "controllerAddr"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			c := testConfig()
-			c.EnableControllerMode, c.Controller.ControllerAddr = true, tt.addr
-			_, err := New(c, Options{StoreConfig: testkit.StoreConfig(dir, testkit.Medium), Logger: testLogger(t)})
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("New: %v, want an ErrConfig naming %s", err, tt.want)
-			}
-			if _, err := os.Stat(filepath.Join(dir, "commitlog")); err == nil {
-				t.Fatal("the store was opened before the refusal")
-			}
-		})
+
+	dir := t.TempDir()
+	c := testConfig()
+	c.EnableControllerMode, c.Controller.ControllerAddr = true, "127.0.0.1:1"
+	b, err := New(c, Options{StoreConfig: testkit.StoreConfig(dir, testkit.Medium), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer b.Shutdown(context.Background())
+	if b.sw == nil || b.failover == nil {
+		t.Fatal("controller mode built no AutoSwitch or no controller client")
+	}
+	if s, remark := b.sw.admitPut(); s != store.ServiceNotAvailable || remark != remarkNoRole {
+		t.Fatalf("a send before any role: %v %q", s, remark)
+	}
+	if e, off, conf := b.sw.MasterEpoch(), b.sw.MaxOffset(), b.sw.ConfirmOffset(); e != -1 || off != 0 || conf != 0 || b.sw.Replicas() != nil {
+		t.Fatalf("figures before any role: epoch %d max %d confirm %d", e, off, conf)
+	}
+
+	dir = t.TempDir()
+	c.Controller.ControllerAddr = ""
+	_, err = New(c, Options{StoreConfig: testkit.StoreConfig(dir, testkit.Medium), Logger: testLogger(t)})
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "controllerAddr") {
+		t.Fatalf("New: %v, want an ErrConfig naming controllerAddr", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "commitlog")); err == nil {
+		t.Fatal("the store was opened before the refusal")
 	}
 }
 

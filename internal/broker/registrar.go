@@ -136,6 +136,9 @@ func (r *registrar) brokerFields() map[string]string {
 // advertises it: brokerIP2 (default: the advertised address's host) and
 // haListenPort, which RocketMQ's start-up sets to listenPort+1.
 func (r *registrar) haServerAddr() string {
+	if a := r.b.sw.advertisedHA(); a != "" {
+		return a
+	}
 	if a := r.b.repl.advertisedHA(); a != "" {
 		return a
 	}

@@ -37,12 +37,19 @@ type HAConfig struct {
 	SlaveTimeout            int64  `prop:"slaveTimeout"` // ms
 	FlowControlEnable       bool   `prop:"haFlowControlEnable"`
 	MaxTransferBytesPerSecs int64  `prop:"maxHaTransferByteInSecond"`
+	// AllAckInSyncStateSet (controller mode) makes a send wait until
+	// every member of the sync-state set holds it.
+	AllAckInSyncStateSet bool `prop:"allAckInSyncStateSet"`
+	// MinInSyncReplicas (controller mode): a smaller sync-state set
+	// refuses sends IN_SYNC_REPLICAS_NOT_ENOUGH (1, RocketMQ's default).
+	MinInSyncReplicas int `prop:"minInSyncReplicas"`
 }
 
 // DefaultHAConfig returns RocketMQ 5.3.3's defaults.
 func DefaultHAConfig() HAConfig {
 	return HAConfig{
 		SendHeartbeatInterval:   5000,
+		MinInSyncReplicas:       1,
 		HousekeepingInterval:    20000,
 		TransferBatchSize:       32 << 10,
 		MaxGapNotInSync:         256 << 20,
@@ -290,6 +297,9 @@ func (b *Broker) startReplication() {
 // listenReplication opens a master's HA listener once the client port is
 // known and serves slaves on it.
 func (b *Broker) listenReplication(bind, ip string, port int) error {
+	if b.sw != nil {
+		return b.sw.listen(b.config(), bind, ip, port)
+	}
 	r := b.repl
 	if r == nil || r.master == nil {
 		return nil
@@ -337,6 +347,10 @@ func (r *replication) advertisedHA() string {
 
 // notifyPut wakes the HA master's transfer loops after a put.
 func (b *Broker) notifyPut() {
+	if b.sw != nil {
+		b.sw.notify()
+		return
+	}
 	if r := b.repl; r != nil && r.master != nil {
 		r.master.Notify()
 	}
@@ -344,6 +358,9 @@ func (b *Broker) notifyPut() {
 
 // waitReplicated is the data path's SYNC_MASTER wait (nil otherwise).
 func (b *Broker) waitReplicated() func(end int64, done func(store.PutStatus)) {
+	if b.sw != nil {
+		return b.sw.waitReplicated
+	}
 	if b.storeConfig().BrokerRole != store.SyncMaster {
 		return nil
 	}
@@ -388,6 +405,9 @@ func (b *Broker) registered(resp *remoting.Command) {
 
 // closeReplication stops the HA master or client (before the store).
 func (b *Broker) closeReplication() {
+	if b.sw != nil {
+		b.sw.close()
+	}
 	r := b.repl
 	if r == nil {
 		return

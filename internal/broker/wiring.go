@@ -217,6 +217,7 @@ func dataDeps(b *Broker) datapath.Deps {
 		ColdCharge:  b.cold.charge,
 
 		WaitReplicated: b.waitReplicated(),
+		AdmitPut:       b.admitPut(),
 		MasterUp:       b.masterUp,
 		Stats:          b.traffic,
 	}

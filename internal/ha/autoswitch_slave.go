@@ -18,8 +18,8 @@ var ErrNoConsistentPoint = errors.New("ha: no consistent point between this repl
 
 // ConsistentPoint is RocketMQ's findConsistentPoint over ha's epochs:
 // walking the local epochs from the newest, the first the master has with
-// the same start offset gives min(its end here, its end on the master).
-// ok is false when none matches.
+// the same start offset gives min(its end here, its end on the master),
+// never past the local end. ok is false when none matches.
 func ConsistentPoint(local []Epoch, localEnd int64, master []Epoch, masterEnd int64) (int64, bool) {
 	end := func(es []Epoch, i int, logEnd int64) int64 {
 		if i+1 < len(es) {
@@ -33,7 +33,11 @@ func ConsistentPoint(local []Epoch, localEnd int64, master []Epoch, masterEnd in
 	for i := len(local) - 1; i >= 0; i-- {
 		for j := range master {
 			if master[j].Epoch == local[i].Epoch && master[j].StartOffset == local[i].StartOffset {
-				return min(end(local, i, localEnd), end(master, j, masterEnd)), true
+				// Never past the local end: an epoch entry can be durable
+				// before its first byte is (a slave writes the entry first),
+				// and a cut past the end would have the master send from
+				// an offset this log does not reach.
+				return min(end(local, i, localEnd), end(master, j, masterEnd), localEnd), true
 			}
 		}
 	}

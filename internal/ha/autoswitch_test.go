@@ -396,3 +396,28 @@ func TestAutoSwitchSlaveDispatchGatedAtConfirm(t *testing.T) {
 		return s.st.MaxOffsetInQueue("T", 0) == 20 && s.st.MaxOffsetInQueue("T", 1) == 20
 	})
 }
+
+// The consistent point never passes the local end, even when the local
+// epoch table names an epoch whose bytes never arrived (seen in the
+// failover suite: a deposed master resumed after SIGSTOP held the entry
+// of epoch 3 at 119112 with its log ending at 118872, cut "to" 119112 and
+// was refused every transfer from there).
+func TestConsistentPointNeverPastTheLocalEnd(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		local, master  []Epoch
+		localEnd, mEnd int64
+		want           int64
+	}{
+		{"entry ahead of the bytes", []Epoch{{1, 0}, {2, 118872}, {3, 119112}}, []Epoch{{1, 0}, {2, 118872}, {3, 119112}}, 118872, 200000, 118872},
+		{"older epoch ending past the local end", []Epoch{{1, 0}, {2, 500}}, []Epoch{{1, 0}, {3, 400}}, 300, 1000, 300},
+		{"same tables", []Epoch{{1, 0}, {2, 100}}, []Epoch{{1, 0}, {2, 100}}, 150, 180, 150},
+		{"master behind", []Epoch{{1, 0}, {2, 100}}, []Epoch{{1, 0}, {2, 100}}, 150, 120, 120},
+		{"divergent epoch", []Epoch{{1, 0}, {2, 100}}, []Epoch{{1, 0}, {3, 80}}, 150, 300, 80},
+	} {
+		got, ok := ConsistentPoint(c.local, c.localEnd, c.master, c.mEnd)
+		if !ok || got != c.want {
+			t.Errorf("%s: %d %v, want %d", c.name, got, ok, c.want)
+		}
+	}
+}

@@ -64,6 +64,8 @@ var allowed = map[string][]string{
 	"bench/redisdrain":              {},
 	"test/e2e":                      {"*"},
 	"test/incidents":                {"*"},
+	"test/failover":                 {"*"},
+	"test/failover/check":           {},
 }
 
 // onlyTests are packages that no non-test file may import.

@@ -1,0 +1,147 @@
+package failover
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spoolmq/spool/test/failover/check"
+)
+
+// fault is one kind of fault the suite injects into setA.
+type fault struct {
+	kind string
+	// failover: the fault must move setA's master elsewhere.
+	failover bool
+	// inject starts the fault and returns what ends it.
+	inject func(c *cluster) (heal func() error)
+}
+
+// lease is the master's controller lease with the harness's settings
+// (controllerHeartBeatTimeoutMills 10000 by default: half of it).
+const lease = 5 * time.Second
+
+var faults = []fault{
+	{kind: "kill -9 master", failover: true, inject: func(c *cluster) func() error {
+		_, m := c.master()
+		m.kill()
+		return m.start
+	}},
+	{kind: "SIGSTOP master > lease", failover: true, inject: func(c *cluster) func() error {
+		_, m := c.master()
+		m.pause()
+		stopped := time.Now()
+		return func() error {
+			if d := lease + time.Second - time.Since(stopped); d > 0 {
+				time.Sleep(d)
+			}
+			m.resume()
+			return nil
+		}
+	}},
+	{kind: "master cut from controllers", failover: true, inject: func(c *cluster) func() error {
+		_, m := c.master()
+		m.cutFromControllers(true)
+		return func() error { m.cutFromControllers(false); return nil }
+	}},
+	{kind: "controller leader kill -9", inject: func(c *cluster) func() error {
+		p := c.controllerLeader()
+		if p == nil {
+			return func() error { return fmt.Errorf("no controller leader known") }
+		}
+		p.kill()
+		return p.start
+	}},
+	{kind: "slave restarted", inject: func(c *cluster) func() error {
+		v, _ := c.master()
+		for _, r := range c.a {
+			if r.addr != v.MasterAddr && r.running() {
+				r.kill()
+				return r.start
+			}
+		}
+		return func() error { return fmt.Errorf("no running slave to restart") }
+	}},
+}
+
+// awaitHealthy waits until every process runs, setA has a master whose
+// sync-state set holds all three replicas and a controller leads.
+func (c *cluster) awaitHealthy(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		ok := true
+		for _, p := range append(append([]*proc{}, c.ctls...), c.ns, c.b) {
+			ok = ok && p.running()
+		}
+		for _, r := range c.a {
+			ok = ok && r.running()
+		}
+		v := c.view.current()
+		ok = ok && c.replicaAt(v.MasterAddr) != nil && len(v.SyncStateSet) == 3 && c.view.leader() != ""
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not healthy within %v; view: %v", limit, v)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// canFailOver reports whether setA has a replica other than its master,
+// running and in the sync-state set, that an election may choose.
+func (c *cluster) canFailOver(v view) bool {
+	for _, a := range v.InSync {
+		if r := c.replicaAt(a); a != v.MasterAddr && r != nil && r.running() && !r.isPaused() && !r.cut {
+			return true
+		}
+	}
+	return false
+}
+
+// step injects fs (one fault, or a pair: the second once the first has
+// done its work, before it is healed), waits for each failover and
+// measures it with a probe, then heals in reverse order. It returns the
+// faults as recorded and the errors seen.
+func (c *cluster) step(w *workload, fs ...fault) []error {
+	var errs []error
+	var heals []func() error
+	for _, f := range fs {
+		before := c.view.current()
+		rec := check.Fault{Kind: f.kind, Broker: setA, Master: before.MasterAddr, At: time.Now(),
+			Failover: f.failover && c.canFailOver(before)}
+		if f.kind == "controller leader kill -9" {
+			rec.Master = c.view.leader()
+		}
+		heals = append(heals, f.inject(c))
+		w.rec.Faulted(rec)
+		switch {
+		case rec.Failover:
+			if _, err := c.view.await(90*time.Second, "a new master after "+f.kind, func(v view) bool {
+				return v.MasterAddr != "" && v.MasterAddr != before.MasterAddr && v.MasterEpoch > before.MasterEpoch
+			}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if _, err := w.probe(before.MasterAddr, 90*time.Second); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f.kind, err))
+			}
+		case f.kind == "controller leader kill -9":
+			old := rec.Master
+			_, err := c.view.await(60*time.Second, "a new controller leader", func(view) bool {
+				l := c.view.leader()
+				return l != "" && l != old
+			})
+			if err != nil {
+				errs = append(errs, err)
+			}
+		default:
+			time.Sleep(2 * time.Second)
+		}
+	}
+	for i := len(heals) - 1; i >= 0; i-- {
+		if err := heals[i](); err != nil {
+			errs = append(errs, fmt.Errorf("healing %s: %w", fs[i].kind, err))
+		}
+	}
+	return errs
+}

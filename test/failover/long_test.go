@@ -1,0 +1,94 @@
+//go:build failover
+
+package failover
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/test/failover/check"
+)
+
+// The long form: rounds of every fault alone and every pair of faults
+// (SPOOL_FAILOVER_ROUNDS, default 2: 50 faults), under load, then the
+// final read, the verdict and the table of failover times.
+func TestFailoverLong(t *testing.T) {
+	requireControllerMode(t)
+	rounds := 2
+	if s := os.Getenv("SPOOL_FAILOVER_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("SPOOL_FAILOVER_ROUNDS=%q", s)
+		}
+		rounds = n
+	}
+	c := startCluster(t)
+	w := startWorkload(t, c, "FailoverLong", 4)
+	w.awaitAcks(setA, 100, 60*time.Second)
+	w.awaitDelivered("live", 1, 60*time.Second)
+
+	var plan [][]fault
+	for _, f := range faults {
+		plan = append(plan, []fault{f})
+	}
+	for i := range faults {
+		for j := i + 1; j < len(faults); j++ {
+			plan = append(plan, []fault{faults[i], faults[j]})
+		}
+	}
+	// SPOOL_FAILOVER_BUDGET (a duration) stops injecting once spent, so a
+	// run on a busy machine still ends with its verdict and table.
+	var budget time.Duration
+	if s := os.Getenv("SPOOL_FAILOVER_BUDGET"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("SPOOL_FAILOVER_BUDGET=%q", s)
+		}
+		budget = d
+	}
+	began := time.Now()
+	injected := 0
+plan:
+	for round := 1; round <= rounds; round++ {
+		for _, fs := range plan {
+			if budget > 0 && time.Since(began) > budget {
+				t.Errorf("SPOOL_FAILOVER_BUDGET=%v spent after %d faults: the plan was cut short", budget, injected)
+				break plan
+			}
+			if err := c.awaitHealthy(90 * time.Second); err != nil {
+				// Counted, and the run goes on with what is left: the
+				// faults that can still fail over are measured.
+				t.Errorf("round %d, before %v: %v", round, kinds(fs), err)
+			}
+			for _, err := range c.step(w, fs...) {
+				t.Errorf("round %d, %v: %v", round, kinds(fs), err)
+			}
+			injected += len(fs)
+			t.Logf("round %d: %v done (%d faults, %d acknowledged)", round, kinds(fs), injected, w.acked.Load())
+		}
+	}
+	if err := c.awaitHealthy(2 * time.Minute); err != nil {
+		t.Errorf("after the faults: %v", err)
+	}
+	rep := w.finalRead(60 * time.Second)
+	table := check.Table(w.rec.Faults(), w.rec.History().Sends)
+	fmt.Printf("failover suite: %d faults\n%s%s\n", injected, table, rep)
+	t.Logf("%s\n%s", rep, table)
+	if t.Failed() {
+		t.Logf("processes:\n%s", c.outputs())
+	}
+	if rep.Failed() {
+		c.fail(fmt.Errorf("the history breaks a guarantee: %s", rep))
+	}
+}
+
+func kinds(fs []fault) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.kind)
+	}
+	return out
+}
