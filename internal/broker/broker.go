@@ -346,16 +346,18 @@ func (b *Broker) Start() error {
 		b.state.Store(stateStopped)
 		return err
 	}
-	b.store.OnDispatch(b.onDispatch)
-	if cut, ok := b.store.(interface{ OnTruncate(func(int64)) }); ok {
-		cut.OnTruncate(b.onTruncate)
-	}
 	bind := cfg.BindAddress
 	if bind == "" {
 		bind = "0.0.0.0"
 	}
 	if !cfg.EnableControllerMode {
 		b.startReplication()
+	}
+	// Registered after startReplication has set b.repl, which the
+	// dispatcher's callback reads (notifyPut).
+	b.store.OnDispatch(b.onDispatch)
+	if cut, ok := b.store.(interface{ OnTruncate(func(int64)) }); ok {
+		cut.OnTruncate(b.onTruncate)
 	}
 	if err := b.startTimers(); err != nil {
 		return fail(err)
