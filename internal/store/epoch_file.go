@@ -153,7 +153,7 @@ func OpenEpochFile(fs vfs.FS, root string) (*EpochFile, error) {
 		fs = vfs.Default
 	}
 	e := &EpochFile{fs: fs, path: filepath.Join(root, EpochFileName)}
-	b, err := readAll(fs, e.path)
+	b, err := vfs.ReadFile(fs, e.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return e, nil
@@ -164,23 +164,6 @@ func OpenEpochFile(fs vfs.FS, root string) (*EpochFile, error) {
 		return nil, fmt.Errorf("%w (%s)", err, e.path)
 	}
 	return e, nil
-}
-
-func readAll(fs vfs.FS, path string) ([]byte, error) {
-	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	n, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, 0); err != nil && n > 0 {
-		return nil, err
-	}
-	return b, nil
 }
 
 // Path is the file's path.

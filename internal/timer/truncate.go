@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -162,20 +161,11 @@ func decodeCuts(b []byte) ([]logCut, error) {
 
 // loadCuts reads the cut file (missing: no cut).
 func loadCuts(fs vfs.FS, path string) ([]logCut, error) {
-	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
+	b, err := vfs.ReadFile(fs, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("timer: open %s: %w", path, err)
-	}
-	defer f.Close()
-	n, err := f.Size()
-	if err != nil {
-		return nil, fmt.Errorf("timer: stat %s: %w", path, err)
-	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("timer: read %s: %w", path, err)
 	}
 	cuts, err := decodeCuts(b)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"sort"
 
@@ -110,20 +109,11 @@ func decodeWheelImage(b []byte) (*wheelImage, error) {
 // loadWheelImage reads path; it returns nil, nil when the file does not
 // exist.
 func loadWheelImage(fs vfs.FS, path string) (*wheelImage, error) {
-	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
+	b, err := vfs.ReadFile(fs, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("timer: open %s: %w", path, err)
-	}
-	defer f.Close()
-	n, err := f.Size()
-	if err != nil {
-		return nil, fmt.Errorf("timer: stat %s: %w", path, err)
-	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("timer: read %s: %w", path, err)
 	}
 	w, err := decodeWheelImage(b)

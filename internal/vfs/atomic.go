@@ -2,6 +2,8 @@ package vfs
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 )
 
@@ -41,4 +43,22 @@ func WriteFileAtomic(fs FS, path string, data []byte, failpoint func(stage strin
 		return fmt.Errorf("sync dir of %s: %w", path, err)
 	}
 	return nil
+}
+
+// ReadFile returns the whole content of name on fs.
+func ReadFile(fs FS, name string) ([]byte, error) {
+	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return b, nil
 }

@@ -189,7 +189,7 @@ func (fs *crashFS) stateLocked(name string, existed bool) *faultState {
 	}
 	s := &faultState{}
 	if existed {
-		if b, err := readAll(fs.inner, name); err == nil {
+		if b, err := ReadFile(fs.inner, name); err == nil {
 			s.durable, s.everSynced = b, true
 		}
 		// A file that existed is a durable directory entry.
@@ -206,23 +206,6 @@ func (fs *crashFS) dirEntriesLocked(dir string) map[string]*faultState {
 		fs.dirs[dir] = d
 	}
 	return d
-}
-
-func readAll(inner FS, name string) ([]byte, error) {
-	f, err := inner.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	n, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
-		return nil, err
-	}
-	return b, nil
 }
 
 // OpenFile opens name, tracking it for the crash model.
@@ -390,7 +373,7 @@ func ignoreNotExist(err error) error {
 }
 
 func (fs *crashFS) writeImageLocked(p string, s *faultState, garbage bool, rnd *rand.Rand) error {
-	cur, _ := readAll(fs.inner, p)
+	cur, _ := ReadFile(fs.inner, p)
 	img := append([]byte(nil), s.durable...)
 	if garbage {
 		// Where the file changed since its last sync, the disk holds
