@@ -216,6 +216,15 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 		ts = fixedTs
 	}
 	c.lockBeginNs.Store(begin)
+	if r := c.st.refusal.Load(); r != nil {
+		// Refused after writable() let this put through (a role change
+		// began meanwhile): checked again under the lock, so that once a
+		// refusal is set and the lock has been taken and released no put
+		// reserves another range (awaitPutsLanded relies on it).
+		c.lockBeginNs.Store(0)
+		c.lock.Unlock()
+		return appendOutcome{status: ServiceNotAvailable, remark: *r}
+	}
 
 	// Writes to finish after unlocking (at most a blank and the records);
 	// fixed arrays keep them off the heap.

@@ -372,6 +372,11 @@ func (r *ReplicaLog) scan(mf *MappedFile, b []byte) (int64, error) {
 func (r *ReplicaLog) Truncate(offset int64) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A put that got past the refusal before the role changed lands
+	// first: the end read below is then the end the master resends from.
+	if err := r.st.awaitPutsLanded(); err != nil {
+		return 0, err
+	}
 	if vis := r.st.commitLog.visible.Load(); offset >= vis && r.end.Load() <= vis {
 		// Nothing past the last complete record: only the epochs that
 		// start at or past the end go (they wrote nothing).
@@ -380,6 +385,13 @@ func (r *ReplicaLog) Truncate(offset int64) (int64, error) {
 				return 0, err
 			}
 		}
+		// The appended end restarts at the log's end: puts made while
+		// this replica was master moved the end past the bytes it last
+		// appended as a slave.
+		r.inited = false
+		r.carry = r.carry[:0]
+		r.end.Store(-1)
+		r.initLocked()
 		return vis, nil
 	}
 	cut, err := r.st.TruncateTo(offset)

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spoolmq/spool/message"
 )
@@ -73,6 +74,37 @@ func (st *DefaultMessageStore) RefusePuts(remark string) {
 	st.refusal.Store(&remark)
 }
 
+// putsLandTimeout bounds how long awaitPutsLanded waits for the writes of
+// puts that reserved their range before a refusal (a write retried on a
+// full disk can stay pending).
+const putsLandTimeout = 10 * time.Second
+
+// awaitPutsLanded returns once every put that reserved CommitLog space
+// before the current refusal has its bytes written and visible: after it,
+// with the refusal still set, the log's end does not move (appendRecords
+// checks the refusal under the put lock). A truncation reads the end and
+// zeroes the tail only after it, so a put's late write can neither land
+// past a cut nor be missed by the cut point (#10666). It fails when a
+// write stays pending for putsLandTimeout.
+func (st *DefaultMessageStore) awaitPutsLanded() error {
+	c := st.commitLog
+	c.lock.Lock() // puts past the refusal check have reserved their ranges
+	c.lock.Unlock()
+	deadline := time.Now().Add(putsLandTimeout)
+	for {
+		c.pubMu.Lock()
+		n := len(c.pending)
+		c.pubMu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %d CommitLog writes still pending after %v", ErrTruncate, n, putsLandTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // OnTruncate registers fn, called after a truncation with the offset the
 // log was cut at, once every consume queue is cut: the broker lowers the
 // consumer offsets, delay offsets and timer and transaction progress
@@ -126,8 +158,9 @@ func (st *DefaultMessageStore) TruncateTo(offset int64) (int64, error) {
 	remark := fmt.Sprintf("the CommitLog is being truncated to %d (role change)", offset)
 	prev := st.refusal.Swap(&remark)
 	defer st.refusal.CompareAndSwap(&remark, prev)
-	c.lock.Lock() // puts already past the refusal finish first
-	c.lock.Unlock()
+	if err := st.awaitPutsLanded(); err != nil {
+		return 0, err
+	}
 
 	cut, err := func() (int64, error) {
 		c.cutMu.Lock()
