@@ -111,3 +111,42 @@ if [[ ",$only," == *",async,"* ]]; then
 	run_bench "ASYNC_MASTER without a slave (load: $(cut -d' ' -f1-3 /proc/loadavg))" BenchAsync
 	stop_pid "$m"
 fi
+
+if [[ ",$only," == *",controller,"* ]]; then
+	ctls="127.0.0.1:31876;127.0.0.1:31877;127.0.0.1:31878"
+	for i in 0 1 2; do
+		cat >"$scratch/controller-n$i.conf" <<EOF
+controllerDLegerGroup=bench
+controllerDLegerPeers=n0-127.0.0.1:31888;n1-127.0.0.1:31889;n2-127.0.0.1:31890
+controllerDLegerSelfId=n$i
+controllerStorePath=$scratch/controller-n$i
+listenPort=$((31876 + i))
+EOF
+		"$bin" controller -c "$scratch/controller-n$i.conf" >"$scratch/controller-n$i.log" 2>&1 &
+		pids+=($!)
+	done
+	ports=("$mport" "$sport" "$((sport + 1000))")
+	for i in 0 1 2; do
+		"$bin" broker --listen "127.0.0.1:${ports[$i]}" --namesrv "$ns" --store "$scratch/ctl-broker-n$i" \
+			--set brokerName=broker-ctl --set brokerClusterName=BenchCluster \
+			--set enableControllerMode=true --set "controllerAddr=$ctls" \
+			--set allAckInSyncStateSet=true --set flushDiskType=ASYNC_FLUSH \
+			--set haListenPort=$((ports[i] + 1)) >"$scratch/ctl-broker-n$i.log" 2>&1 &
+		pids+=($!)
+	done
+	in_sync=""
+	for _ in $(seq 1 600); do
+		if "$bin" admin getSyncStateSet -a "$ctls" -c BenchCluster -b broker-ctl 2>/dev/null | grep -Eq '#SyncStateSetNums[[:space:]]+3'; then
+			in_sync=1
+			break
+		fi
+		sleep 0.1
+	done
+	if [ -z "$in_sync" ]; then
+		echo "the three replicas were not in the sync-state set within 60 s; getSyncStateSet says:" >&2
+		"$bin" admin getSyncStateSet -a "$ctls" -c BenchCluster -b broker-ctl >&2 || true
+		tail -n 5 "$scratch"/ctl-*.log "$scratch"/controller-*.log >&2
+		exit 1
+	fi
+	run_bench "controller mode, 3 replicas, allAckInSyncStateSet=true + ASYNC_FLUSH (load: $(cut -d' ' -f1-3 /proc/loadavg))" BenchController
+fi
