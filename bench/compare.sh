@@ -11,11 +11,11 @@
 #   workload  shape
 #   S1        128 B, 1 connection x 1 in flight, asynchronous flush
 #   S2        128 B, 64 connections x 1 in flight, asynchronous flush
+#   S2b       128 B, 1 connection x 64 in flight
 #   Sjava     128 B from RocketMQ's own Java benchmark producer with 64
 #             threads sending synchronously, Spool only (see JAVA below); the
 #             Java client carries all 64 threads on one connection per broker,
 #             so this is 1 connection x up to 64 in flight, S2b's shape
-#   S2b       128 B, 1 connection x 64 in flight
 #   S3        S2 with a sync per write (Spool SYNC_FLUSH group commit,
 #             NATS sync_interval always, Redis appendfsync always)
 #   S4        1 KiB, 4 connections x 256 in flight, then one consumer drains;
@@ -64,6 +64,7 @@ NATS_SERVER_VERSION=${NATS_SERVER_VERSION:-v2.15.2}
 NATSCLI_VERSION=${NATSCLI_VERSION:-v0.5.0}
 INSTALL_TIMEOUT=${INSTALL_TIMEOUT:-900}
 ROCKETMQ_JAVA_VERSION=${ROCKETMQ_JAVA_VERSION:-5.3.1}
+MAVEN_DEPENDENCY_PLUGIN=3.6.1
 
 RUNS=3
 DUR=10
@@ -234,8 +235,13 @@ java_setup() {
 		POM
 		say "resolving org.apache.rocketmq:rocketmq-example:$ROCKETMQ_JAVA_VERSION with mvn into $m2 (at most ${INSTALL_TIMEOUT}s)"
 		if ! timeout "$INSTALL_TIMEOUT" mvn -B -q -f "$JAVA_DIR/pom.xml" -Dmaven.repo.local="$m2" \
-			dependency:build-classpath -Dmdep.outputFile="$JAVA_DIR/classpath.txt" >"$JAVA_DIR/mvn.log" 2>&1; then
-			JAVA_SKIP="mvn could not resolve rocketmq-example $ROCKETMQ_JAVA_VERSION: $(grep -m1 -o 'Could not [^:]*\|Unknown host [^:]*\|Could not resolve[^:]*' "$JAVA_DIR/mvn.log" || tail -c 200 "$JAVA_DIR/mvn.log")"
+			"org.apache.maven.plugins:maven-dependency-plugin:$MAVEN_DEPENDENCY_PLUGIN:build-classpath" \
+			-Dmdep.outputFile="$JAVA_DIR/classpath.txt" >"$JAVA_DIR/mvn.log" 2>&1; then
+			local why
+			why=$(sed 's/\x1b\[[0-9;]*m//g' "$JAVA_DIR/mvn.log" | grep -m1 -o 'Unknown host [^ :]*' || true)
+			[ -z "$why" ] || why="the Maven repository is not reachable ($why)"
+			[ -n "$why" ] || why=$(sed 's/\x1b\[[0-9;]*m//g' "$JAVA_DIR/mvn.log" | grep -m1 '^\[ERROR\]' | cut -c9-240)
+			JAVA_SKIP="mvn could not resolve org.apache.rocketmq:rocketmq-example:$ROCKETMQ_JAVA_VERSION: $why"
 			cat "$JAVA_DIR/mvn.log" >>"$LOG"
 			return 1
 		fi
