@@ -151,10 +151,19 @@ func TestMasterConnCloseElectsAfterLease(t *testing.T) {
 	r.mu.Unlock()
 	r.clk.Advance(time.Millisecond)
 	r.waitMaster(l, "2@2")
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.push) != 1 || r.push[0].addr != addrOf(2) || r.push[0].req.Ext("masterBrokerId") != "2" {
-		t.Fatalf("pushes %+v, want one to the new master", r.push)
+	// The push follows the commit the leader's answer already shows.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		p := r.push
+		r.mu.Unlock()
+		if len(p) > 0 || time.Now().After(deadline) {
+			if len(p) != 1 || p[0].addr != addrOf(2) || p[0].req.Ext("masterBrokerId") != "2" {
+				t.Fatalf("pushes %+v, want one to the new master", p)
+			}
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -172,5 +181,36 @@ func TestStoppedMasterElectedAtItsTimeout(t *testing.T) {
 		t.Fatalf("elected inside the heartbeat timeout: %s", got)
 	}
 	r.clk.Advance(time.Millisecond)
+	r.waitMaster(l, "2@2")
+}
+
+// TestRevivedMasterIsWatched: a master dropped from the table (its whole
+// set silent, so no election) and heard again is watched from its next
+// heartbeat, so that it is replaced at its expiry, not at the periodic
+// scan.
+func TestRevivedMasterIsWatched(t *testing.T) {
+	r, l := closeRig(t)
+	r.clk.Advance(3 * time.Second) // both replicas silent for their timeout
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := r.ctls[l].Liveness().Info("c", "b", 1); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the leader's scan did not drop the silent master at its expiry")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	settle()
+	if got := r.masterOf(l); got != "1@1" {
+		t.Fatalf("elected with no live replica: %s", got)
+	}
+	r.heartbeatOn(1, connOf(1, 2))
+	r.heartbeatOn(2, connOf(2, 2))
+	last := r.clk.Now()
+	settle()
+	r.clk.Advance(2 * time.Second)
+	r.heartbeatOn(2, connOf(2, 2))
+	r.clk.Set(last.Add(3 * time.Second))
 	r.waitMaster(l, "2@2")
 }

@@ -172,7 +172,7 @@ func (c *Controller) Run(ctx context.Context) {
 			return
 		case <-c.kick:
 			continue // recompute the wake-up
-		case <-c.opts.Clock.After(wake.Sub(c.opts.Clock.Now())):
+		case <-clock.AfterTime(c.opts.Clock, wake):
 		}
 		if now := c.opts.Clock.Now(); !now.Before(nextScan) {
 			nextScan = now.Add(c.opts.ScanInterval)

@@ -178,7 +178,9 @@ func (c *Controller) heartbeat(conn uint64, req *remoting.Command) *remoting.Com
 	}
 	c.noteServing()
 	c.noteTimeout(h.Timeout)
-	c.live.HeartbeatOn(conn, h)
+	if c.live.HeartbeatOn(conn, h) {
+		c.kickRun() // a replica back in the table: its expiry is a wake-up
+	}
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 

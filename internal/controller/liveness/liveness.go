@@ -116,10 +116,12 @@ func New(clk clock.Clock) *Table {
 func (t *Table) Heartbeat(h Heartbeat) { t.HeartbeatOn(0, h) }
 
 // HeartbeatOn records h at the clock's now, received on connection conn
-// (0: unknown). A heartbeat on another connection than the last one
-// clears the closed mark; one on the connection already seen closed (a
-// heartbeat read before the close and handled after it) keeps it.
-func (t *Table) HeartbeatOn(conn uint64, h Heartbeat) {
+// (0: unknown), and reports whether the replica was not in the table
+// (never heard, or dropped by Expire). A heartbeat on another connection
+// than the last one clears the closed mark; one on the connection
+// already seen closed (a heartbeat read before the close and handled
+// after it) keeps it.
+func (t *Table) HeartbeatOn(conn uint64, h Heartbeat) (fresh bool) {
 	if h.Timeout <= 0 {
 		h.Timeout = DefaultTimeout
 	}
@@ -133,6 +135,7 @@ func (t *Table) HeartbeatOn(conn uint64, h Heartbeat) {
 	prev, ok := t.m[k]
 	closed := ok && prev.Closed && conn != 0 && prev.Conn == conn
 	t.m[k] = Info{Heartbeat: h, Last: t.clk.Now(), Conn: conn, Closed: closed}
+	return !ok
 }
 
 // ConnClosed marks the replicas whose last heartbeat came on connection

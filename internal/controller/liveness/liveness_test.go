@@ -199,7 +199,12 @@ func TestConnClosedMarksEveryReplicaOnIt(t *testing.T) {
 	for _, id := range []int64{2, 1} {
 		tb.HeartbeatOn(7, Heartbeat{ClusterName: "c", BrokerName: "b", BrokerID: id, Timeout: 2 * time.Second})
 	}
-	tb.HeartbeatOn(8, Heartbeat{ClusterName: "c", BrokerName: "b", BrokerID: 3, Timeout: 2 * time.Second})
+	if !tb.HeartbeatOn(8, Heartbeat{ClusterName: "c", BrokerName: "b", BrokerID: 3, Timeout: 2 * time.Second}) {
+		t.Fatal("a first heartbeat is not fresh")
+	}
+	if tb.HeartbeatOn(8, Heartbeat{ClusterName: "c", BrokerName: "b", BrokerID: 3, Timeout: 2 * time.Second}) {
+		t.Fatal("a second heartbeat is fresh")
+	}
 	got := tb.ConnClosed(7)
 	if len(got) != 2 || got[0].BrokerID != 1 || got[1].BrokerID != 2 || !got[0].Closed || got[0].Conn != 7 {
 		t.Fatalf("closed %+v", got)
@@ -217,5 +222,8 @@ func TestConnClosedMarksEveryReplicaOnIt(t *testing.T) {
 	}
 	if !tb.Alive("c", "b", 3) {
 		t.Fatal("a replica on another connection was dropped")
+	}
+	if !tb.HeartbeatOn(9, Heartbeat{ClusterName: "c", BrokerName: "b", BrokerID: 1, Timeout: 2 * time.Second}) {
+		t.Fatal("a heartbeat after Expire dropped the replica is not fresh")
 	}
 }
