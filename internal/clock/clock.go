@@ -83,6 +83,33 @@ func (m *Manual) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+// AfterTime returns a channel that receives the clock's time once the
+// clock has reached t; with t not after now it receives at once. Unlike
+// After(t.Sub(Now())), the wait is for t however the clock moves between
+// the caller's reading and the call.
+func (m *Manual) AfterTime(t time.Time) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !t.After(m.now) {
+		ch <- m.now
+		return ch
+	}
+	m.waiters = append(m.waiters, waiter{at: t, ch: ch})
+	return ch
+}
+
+// AfterTime waits on c until time t: with a clock that has an AfterTime
+// method (Manual) it calls it, otherwise After(t.Sub(c.Now())).
+func AfterTime(c Clock, t time.Time) <-chan time.Time {
+	if a, ok := c.(interface {
+		AfterTime(time.Time) <-chan time.Time
+	}); ok {
+		return a.AfterTime(t)
+	}
+	return c.After(t.Sub(c.Now()))
+}
+
 // Advance moves the clock forward by d and fires the waits that are due.
 func (m *Manual) Advance(d time.Duration) {
 	m.mu.Lock()

@@ -79,3 +79,28 @@ func TestOr(t *testing.T) {
 		t.Fatal("Or(m) is not m")
 	}
 }
+
+func TestAfterTime(t *testing.T) {
+	start := time.Unix(1000, 0)
+	m := NewManual(start)
+	at := start.Add(3 * time.Second)
+	m.Advance(time.Second) // moved after the caller computed at
+	c := AfterTime(m, at)
+	m.Advance(1999 * time.Millisecond)
+	select {
+	case <-c:
+		t.Fatal("fired before its time")
+	default:
+	}
+	m.Advance(time.Millisecond)
+	if got := <-c; !got.Equal(at) {
+		t.Fatalf("fired with %v", got)
+	}
+	select {
+	case <-AfterTime(m, start):
+	default:
+		t.Fatal("a past time did not fire at once")
+	}
+	r := AfterTime(Real(), time.Now().Add(-time.Second))
+	<-r
+}

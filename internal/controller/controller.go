@@ -15,6 +15,17 @@
 // (internal/controller/liveness) is local to each controller. It never
 // edits the replicas state itself, and never dials a broker: pushes go
 // through Options.Notify.
+//
+// The scan (Run) runs every scanNotActiveBrokerInterval and, on the
+// leader, also at the moment a master's liveness runs out (nextWake, a
+// pure decision over the masters' expiries): its heartbeat timeout after
+// its last heartbeat, or, once the connection its heartbeats came on
+// closed (Register hooks the transport server's connection closes to
+// ConnClosed), the broker's lease and a margin after it
+// (liveness.CloseWait, 6 s by default). RocketMQ's controller elects the
+// moment a master's channel closes; Spool waits for the lease, because a
+// master whose connection a network fault cut still acknowledges until
+// its lease runs out. Non-leaders only keep their table.
 package controller
 
 import (
@@ -68,6 +79,10 @@ type Controller struct {
 	// dropped; maxTimeout is the longest timeout any heartbeat carried.
 	expiredTimeout map[replicaKey]time.Duration
 	maxTimeout     time.Duration
+	// lastScan is when the last Scan began.
+	lastScan time.Time
+	// kick wakes Run to recompute its next wake-up.
+	kick chan struct{}
 }
 
 type replicaKey struct {
@@ -88,7 +103,7 @@ func New(node *consensus.Node, opts Options) *Controller {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Controller{opts: opts, node: node, live: liveness.New(opts.Clock)}
+	return &Controller{opts: opts, node: node, live: liveness.New(opts.Clock), kick: make(chan struct{}, 1)}
 }
 
 // LeaderHook returns the consensus.Config.OnLeader hook that records this
@@ -141,15 +156,55 @@ func (c *Controller) snapshotSet(name string) *replicas.BrokerSet {
 	return b
 }
 
-// Run runs the leader's scan every ScanInterval until ctx ends.
+// Run runs the leader's scan until ctx ends: every ScanInterval, and on
+// the leader also at the moment an election for a master can become due
+// (nextWake: the master's expiry, when its heartbeat timeout runs out or,
+// once its heartbeat connection closed, its lease and a margin; or the
+// end of a new leader's grace). Without the periodic scan's delay, a
+// stopped master is replaced a heartbeat timeout after its last
+// heartbeat, and a killed one CloseWait after it.
 func (c *Controller) Run(ctx context.Context) {
+	nextScan := c.opts.Clock.Now().Add(c.opts.ScanInterval)
 	for {
+		wake := nextWake(c.wakeInput(nextScan))
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.opts.Clock.After(c.opts.ScanInterval):
+		case <-c.kick:
+			continue // recompute the wake-up
+		case <-clock.AfterTime(c.opts.Clock, wake):
+		}
+		if now := c.opts.Clock.Now(); !now.Before(nextScan) {
+			nextScan = now.Add(c.opts.ScanInterval)
 		}
 		c.Scan()
+	}
+}
+
+// ConnClosed is told that the remoting connection conn closed (Register
+// hooks it to the server's connection closes). The replicas whose
+// heartbeats came on it count as dead once CloseWait has passed since
+// their last heartbeat (liveness.Table.ConnClosed); when one is a
+// master, the leader's Run wakes at that moment to elect. Non-leaders
+// only mark their table.
+func (c *Controller) ConnClosed(conn uint64) {
+	closed := c.live.ConnClosed(conn)
+	if len(closed) == 0 || !c.node.Serving() {
+		return
+	}
+	master := false
+	c.node.Read(func(st *replicas.State, _ replicas.Controllers) {
+		for _, i := range closed {
+			if b := st.Set(i.BrokerName); b != nil && b.HasMaster() && b.MasterID == i.BrokerID {
+				master = true
+				c.opts.Logger.Info("a master's heartbeat connection closed: election check once its lease has run out",
+					"cluster", i.ClusterName, "broker", i.BrokerName, "id", i.BrokerID, "addr", i.BrokerAddr,
+					"check_at", i.Expiry(), "lease_wait", liveness.CloseWait(i.Timeout))
+			}
+		}
+	})
+	if master {
+		c.kickRun()
 	}
 }
 
@@ -162,6 +217,9 @@ func (c *Controller) Run(ctx context.Context) {
 // seen serving, so a master cut from the old leader has stopped
 // acknowledging by then (its lease is half that timeout).
 func (c *Controller) Scan() {
+	c.termMu.Lock()
+	c.lastScan = c.opts.Clock.Now()
+	c.termMu.Unlock()
 	for _, dead := range c.live.Expire() {
 		c.opts.Logger.Info("broker heartbeat timed out", "cluster", dead.ClusterName, "broker", dead.BrokerName, "id", dead.BrokerID, "addr", dead.BrokerAddr)
 		c.termMu.Lock()
@@ -221,10 +279,14 @@ func (c *Controller) noteServing() {
 	}
 	g := c.node.Generation()
 	c.termMu.Lock()
-	if g != c.servedGen || c.servedAt.IsZero() {
+	changed := g != c.servedGen || c.servedAt.IsZero()
+	if changed {
 		c.servedGen, c.servedAt = g, c.opts.Clock.Now()
 	}
 	c.termMu.Unlock()
+	if changed {
+		c.kickRun() // the grace's end is a new wake-up
+	}
 }
 
 // noteTimeout records a heartbeat's timeout.

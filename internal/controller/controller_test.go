@@ -31,7 +31,10 @@ type rig struct {
 	push  []pushed
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigWith(t, nil) }
+
+// newRigWith is newRig with each controller's options passed through opt.
+func newRigWith(t *testing.T, opt func(*Options)) *rig {
 	r := &rig{t: t, clk: clock.NewManual(time.Unix(1_700_000_000, 0))}
 	var peers []consensus.Peer
 	var trans []*raft.InmemTransport
@@ -57,11 +60,15 @@ func newRig(t *testing.T) *rig {
 			t.Fatal(err)
 		}
 		r.nodes = append(r.nodes, n)
-		r.ctls = append(r.ctls, New(n, Options{Group: "g", Clock: r.clk, Notify: func(addr string, req *remoting.Command) {
+		o := Options{Group: "g", Clock: r.clk, Notify: func(addr string, req *remoting.Command) {
 			r.mu.Lock()
 			r.push = append(r.push, pushed{addr, req})
 			r.mu.Unlock()
-		}}))
+		}}
+		if opt != nil {
+			opt(&o)
+		}
+		r.ctls = append(r.ctls, New(n, o))
 	}
 	t.Cleanup(func() {
 		for _, n := range r.nodes {

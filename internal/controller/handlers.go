@@ -27,7 +27,9 @@ var Codes = []int32{
 
 // Register registers the controller's handlers on srv: heartbeats on an
 // executor of their own, so that they never queue behind requests that
-// wait for a commit. config is the GET_CONTROLLER_CONFIG answer's body.
+// wait for a commit, each remembered with the connection it came on, and
+// srv's connection closes to ConnClosed. config is the
+// GET_CONTROLLER_CONFIG answer's body.
 func (c *Controller) Register(srv *transport.Server, config []byte) {
 	c.RegisterBeside(srv, config, nil)
 }
@@ -43,15 +45,20 @@ func (c *Controller) RegisterBeside(srv *transport.Server, config []byte, host t
 	hb := srv.NewExecutor(transport.ExecutorConfig{Name: "controllerHeartbeat", Workers: 2, QueueCapacity: 10000})
 	req := srv.NewExecutor(transport.ExecutorConfig{Name: "controllerRequest", Workers: 4, QueueCapacity: 50000})
 	srv.Register(remoting.BrokerHeartbeat, func(conn *transport.Conn, r *remoting.Command) *remoting.Command {
+		var id uint64
+		if conn != nil {
+			id = conn.ID()
+		}
 		if host == nil {
-			return c.Handle(r)
+			return c.handle(id, r)
 		}
 		own := host(conn, r)
 		if _, ok := r.ExtFields["brokerId"]; !ok {
 			return own
 		}
-		return c.Handle(r)
+		return c.handle(id, r)
 	}, hb)
+	srv.OnConnClose(func(conn *transport.Conn) { c.ConnClosed(conn.ID()) })
 	for _, code := range Codes[1:] {
 		if code == remoting.GetControllerConfig {
 			srv.Register(code, func(_ *transport.Conn, r *remoting.Command) *remoting.Command {
@@ -98,8 +105,13 @@ func need(req *remoting.Command, k string) string {
 	return v
 }
 
-// Handle answers one controller request.
-func (c *Controller) Handle(req *remoting.Command) (resp *remoting.Command) {
+// Handle answers one controller request that came on no known
+// connection (a heartbeat's connection is then never seen closing).
+func (c *Controller) Handle(req *remoting.Command) *remoting.Command { return c.handle(0, req) }
+
+// handle answers one controller request that came on connection conn
+// (0: unknown).
+func (c *Controller) handle(conn uint64, req *remoting.Command) (resp *remoting.Command) {
 	defer func() {
 		if p := recover(); p != nil {
 			br, ok := p.(badRequest)
@@ -111,7 +123,7 @@ func (c *Controller) Handle(req *remoting.Command) (resp *remoting.Command) {
 	}()
 	switch req.Code {
 	case remoting.BrokerHeartbeat:
-		return c.heartbeat(req)
+		return c.heartbeat(conn, req)
 	case remoting.ControllerGetMetadataInfo:
 		return c.metadata(req)
 	}
@@ -149,7 +161,7 @@ func (c *Controller) leaderOnly(req *remoting.Command) (*remoting.Command, error
 	return transport.NotSupported(nil, req), nil
 }
 
-func (c *Controller) heartbeat(req *remoting.Command) *remoting.Command {
+func (c *Controller) heartbeat(conn uint64, req *remoting.Command) *remoting.Command {
 	h := liveness.Heartbeat{
 		ClusterName:   req.Ext("clusterName"),
 		BrokerName:    need(req, "brokerName"),
@@ -166,7 +178,9 @@ func (c *Controller) heartbeat(req *remoting.Command) *remoting.Command {
 	}
 	c.noteServing()
 	c.noteTimeout(h.Timeout)
-	c.live.Heartbeat(h)
+	if c.live.HeartbeatOn(conn, h) {
+		c.kickRun() // a replica back in the table: its expiry is a wake-up
+	}
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
@@ -242,6 +256,7 @@ func (c *Controller) electMaster(req *remoting.Command) (*remoting.Command, erro
 	}
 	if r.OK() {
 		c.notify(b)
+		c.kickRun() // a new master to watch
 	}
 	return resp, nil
 }

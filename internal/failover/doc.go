@@ -33,18 +33,23 @@
 // # The lease
 //
 // A controller counts a broker dead controllerHeartBeatTimeoutMills
-// (default 10 s) after the last heartbeat it received from it, and only
-// then elects another master for an inactive one. A master therefore
-// holds a lease of half that timeout (5 s by default), counted from the
-// start of its last successful lease round. A round, every
+// (default 10 s) after the last heartbeat it received from it, or, once
+// the connection those heartbeats came on closed, half that timeout and
+// a fifth of the half more (6 s by default,
+// internal/controller/liveness.CloseWait), and only then elects another
+// master for an inactive one. A master therefore holds a lease of half
+// that timeout (5 s by default), counted from the start of its last
+// successful lease round. A round, every
 // brokerHeartbeatInterval (1 s), is a BROKER_HEARTBEAT to the controller
 // leader answered SUCCESS followed by a GET_REPLICA_INFO the leader
 // answers only after confirming its leadership with a quorum, naming this
 // broker master of the epoch it applied. The leader received the
 // heartbeat after the round began, so it cannot count the master dead
-// before round start + timeout; the master stops acknowledging
-// (Replica.SetFenced(true)) at round start + timeout/2, leaving half the
-// timeout for acknowledgements already in flight and for clocks that run
+// before round start + timeout (round start + 0.6 × timeout after a
+// closed connection); the master stops acknowledging
+// (Replica.SetFenced(true)) at round start + timeout/2 (checked every
+// tenth of the lease), leaving half the timeout, or a tenth of it after a
+// close, for acknowledgements already in flight and for clocks that run
 // at different rates. The fence is lifted when a round succeeds again and
 // the epoch is still this broker's; an answer with a newer epoch keeps it
 // and changes the role. Anything but a master with a live lease is fenced

@@ -1,9 +1,23 @@
 // Package liveness keeps the controller's view of which broker replicas are
 // alive: per (cluster, broker name, controller id) the last BROKER_HEARTBEAT,
-// its timeout and the figures an election compares (epoch, max offset,
-// confirm offset, brokerElectionPriority). It also plans the leader's scan
-// for inactive masters (scanNotActiveBrokerInterval), which yields the
-// broker names to elect for.
+// its timeout, the connection it came on and the figures an election
+// compares (epoch, max offset, confirm offset, brokerElectionPriority). It
+// also plans the leader's scan for inactive masters
+// (scanNotActiveBrokerInterval), which yields the broker names to elect
+// for.
+//
+// A replica is alive until its expiry: its last heartbeat plus the
+// heartbeat timeout it announced (heartbeatTimeoutMills, RocketMQ's
+// controllerHeartBeatTimeoutMills, 10 s by default). When the connection
+// its last heartbeat came on closes (a kill -9 closes it at once), the
+// expiry moves up to the last heartbeat plus CloseWait: the broker's
+// lease (half the timeout, internal/failover) and a fifth of the lease
+// more, 6 s by default. RocketMQ's controller drops a broker the moment
+// its channel closes; Spool waits for the lease because a close does not
+// say the broker is dead — a master whose connection a network fault or
+// a proxy cut still acknowledges until its lease runs out, and a
+// successor elected before then would acknowledge beside it. A heartbeat
+// on another connection clears the mark.
 //
 // It owns time-based decisions only, read from the clock.Clock it is given
 // (clock.Manual in tests); it does no I/O and never changes the replicas
@@ -45,10 +59,39 @@ type Heartbeat struct {
 	Priority *int32
 }
 
+// CloseWait is how long after its last heartbeat a replica whose
+// heartbeat connection closed counts as dead, for a heartbeat timeout of
+// timeout: the master's lease as the broker computes it (timeout/2, see
+// internal/failover's Config.Lease) plus a margin of a fifth of the lease
+// (1 s of the default 5 s). The broker counts its lease from the start of
+// a lease round, before the heartbeat the controller received, so the
+// lease has run out by the last heartbeat plus the lease; the margin
+// covers the broker's fence check, which runs every tenth of the lease,
+// and clocks that run at slightly different rates.
+func CloseWait(timeout time.Duration) time.Duration {
+	lease := timeout / 2
+	return lease + lease/5
+}
+
 // Info is what the table holds of one replica.
 type Info struct {
 	Heartbeat
+	// Last is when the last heartbeat was received.
 	Last time.Time
+	// Conn identifies the connection the last heartbeat came on (0:
+	// unknown, e.g. a heartbeat handed over in-process).
+	Conn uint64
+	// Closed says Conn has closed since.
+	Closed bool
+}
+
+// Expiry is when the replica stops counting as alive: Last plus its
+// timeout, or plus CloseWait(timeout) once its connection closed.
+func (i Info) Expiry() time.Time {
+	if i.Closed {
+		return i.Last.Add(CloseWait(i.Timeout))
+	}
+	return i.Last.Add(i.Timeout)
 }
 
 type key struct {
@@ -68,8 +111,17 @@ func New(clk clock.Clock) *Table {
 	return &Table{clk: clock.Or(clk), m: map[key]Info{}}
 }
 
-// Heartbeat records h at the clock's now.
-func (t *Table) Heartbeat(h Heartbeat) {
+// Heartbeat records h at the clock's now, received on no known
+// connection.
+func (t *Table) Heartbeat(h Heartbeat) { t.HeartbeatOn(0, h) }
+
+// HeartbeatOn records h at the clock's now, received on connection conn
+// (0: unknown), and reports whether the replica was not in the table
+// (never heard, or dropped by Expire). A heartbeat on another connection
+// than the last one clears the closed mark; one on the connection
+// already seen closed (a heartbeat read before the close and handled
+// after it) keeps it.
+func (t *Table) HeartbeatOn(conn uint64, h Heartbeat) (fresh bool) {
 	if h.Timeout <= 0 {
 		h.Timeout = DefaultTimeout
 	}
@@ -79,7 +131,32 @@ func (t *Table) Heartbeat(h Heartbeat) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.m[key{h.ClusterName, h.BrokerName, h.BrokerID}] = Info{Heartbeat: h, Last: t.clk.Now()}
+	k := key{h.ClusterName, h.BrokerName, h.BrokerID}
+	prev, ok := t.m[k]
+	closed := ok && prev.Closed && conn != 0 && prev.Conn == conn
+	t.m[k] = Info{Heartbeat: h, Last: t.clk.Now(), Conn: conn, Closed: closed}
+	return !ok
+}
+
+// ConnClosed marks the replicas whose last heartbeat came on connection
+// conn as closed and returns them (their Expiry is then the earlier one),
+// sorted by broker name and id. Conn 0 marks nothing.
+func (t *Table) ConnClosed(conn uint64) []Info {
+	if conn == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	var out []Info
+	for k, i := range t.m {
+		if i.Conn == conn && !i.Closed {
+			i.Closed = true
+			t.m[k] = i
+			out = append(out, i)
+		}
+	}
+	t.mu.Unlock()
+	sortInfos(out)
+	return out
 }
 
 func (t *Table) get(cluster, name string, id int64) (Info, bool) {
@@ -89,9 +166,10 @@ func (t *Table) get(cluster, name string, id int64) (Info, bool) {
 	return i, ok
 }
 
-func (i Info) alive(now time.Time) bool { return now.Sub(i.Last) < i.Timeout }
+func (i Info) alive(now time.Time) bool { return now.Before(i.Expiry()) }
 
-// Alive reports whether the replica heartbeat within its timeout.
+// Alive reports whether the replica is before its Expiry: it heartbeat
+// within its timeout, or within CloseWait when its connection closed.
 func (t *Table) Alive(cluster, name string, id int64) bool {
 	i, ok := t.get(cluster, name, id)
 	return ok && i.alive(t.clk.Now())
@@ -116,8 +194,8 @@ func (t *Table) Remove(cluster, name string, id int64) {
 	delete(t.m, key{cluster, name, id})
 }
 
-// Expire drops the replicas whose heartbeat is older than their timeout
-// and returns them, sorted by broker name and id.
+// Expire drops the replicas past their Expiry and returns them, sorted
+// by broker name and id.
 func (t *Table) Expire() []Info {
 	now := t.clk.Now()
 	t.mu.Lock()
@@ -129,13 +207,17 @@ func (t *Table) Expire() []Info {
 		}
 	}
 	t.mu.Unlock()
+	sortInfos(out)
+	return out
+}
+
+func sortInfos(out []Info) {
 	sort.Slice(out, func(a, b int) bool {
 		if out[a].BrokerName != out[b].BrokerName {
 			return out[a].BrokerName < out[b].BrokerName
 		}
 		return out[a].BrokerID < out[b].BrokerID
 	})
-	return out
 }
 
 // NeedElection returns the broker names the leader's scan must elect for:
