@@ -54,6 +54,12 @@ type SwitchConfig struct {
 	Admit func(brokerID int64, remote net.Addr) bool
 	// Dial opens a slave's connection (net.Dialer.DialContext when nil).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// ResolveMaster, when set, is called by a slave before every
+	// connection attempt with the address ChangeToSlave was given; the
+	// address it returns is dialed ("" dials the given one). It may ask
+	// the master (a just-elected master may not answer yet, so it is asked
+	// again on every attempt); ctx ends when the role changes.
+	ResolveMaster func(ctx context.Context, addr string) string
 
 	SendHeartbeatInterval time.Duration // haSendHeartbeatInterval
 	HousekeepingInterval  time.Duration // haHousekeepingInterval
