@@ -342,9 +342,10 @@ func (a *AutoSwitch) ChangeToMaster(masterEpoch int32, syncStateSet []int64, syn
 }
 
 // ChangeToSlave makes this broker a slave of masterID at masterHAAddr in
-// masterEpoch: sends are refused at once; the HA client then cuts the log
-// to the consistent point agreed with the new master before it appends or
-// acknowledges anything.
+// masterEpoch (with a ResolveMaster, at what it resolves masterHAAddr to
+// before each connection attempt): sends are refused at once; the HA
+// client then cuts the log to the consistent point agreed with the new
+// master before it appends or acknowledges anything.
 func (a *AutoSwitch) ChangeToSlave(masterID int64, masterHAAddr string, masterEpoch int32) error {
 	a.roleMu.Lock()
 	defer a.roleMu.Unlock()
