@@ -260,6 +260,13 @@ const (
 	ControllerApplyBrokerID     int32 = 1013
 )
 
+// ExchangeBrokerHAInfo is RocketMQ's EXCHANGE_BROKER_HA_INFO, between the
+// brokers of one broker name: without masterHaAddress a master answers its
+// HA address (masterHaAddress), the CommitLog's end when it started
+// (masterFlushOffset) and its address (masterAddress); with it, a slave
+// takes masterHaAddress as its master's HA address.
+const ExchangeBrokerHAInfo int32 = 906
+
 // Controller response codes (RocketMQ ResponseCode 2000–2016).
 const (
 	ControllerFencedMasterEpoch          int32 = 2000
@@ -289,7 +296,7 @@ func init() {
 		GetBrokerEpochCache: "GET_BROKER_EPOCH_CACHE", NotifyBrokerRoleChanged: "NOTIFY_BROKER_ROLE_CHANGED",
 		UpdateControllerConfig: "UPDATE_CONTROLLER_CONFIG", GetControllerConfig: "GET_CONTROLLER_CONFIG",
 		CleanBrokerData: "CLEAN_BROKER_DATA", ControllerGetNextBrokerID: "CONTROLLER_GET_NEXT_BROKER_ID",
-		ControllerApplyBrokerID: "CONTROLLER_APPLY_BROKER_ID",
+		ControllerApplyBrokerID: "CONTROLLER_APPLY_BROKER_ID", ExchangeBrokerHAInfo: "EXCHANGE_BROKER_HA_INFO",
 	} {
 		requestNames[code] = name
 	}

@@ -114,6 +114,7 @@ type Broker struct {
 	repl      *replication    // set by Start before the listeners open; nil for test stores
 	failover  *failover.Agent // the controller client; nil unless enableControllerMode
 	sw        *switchReplica  // controller mode's replication engine (nil otherwise)
+	hainfo    haInfo          // EXCHANGE_BROKER_HA_INFO's state (ha_info.go)
 	roleMu    sync.Mutex      // serializes the master-only services' start and stop
 	// masterServices is the controller-mode life of the schedule and
 	// transaction-check services (servicesNever, ...).
@@ -337,6 +338,7 @@ func (b *Broker) Start() error {
 		b.state.Store(stateStopped)
 		return fmt.Errorf("start store: %w", err)
 	}
+	b.hainfo.initMaxOffset.Store(b.store.MaxPhyOffset())
 	fail := func(err error) error {
 		b.markReady()
 		b.server.Close()

@@ -26,7 +26,7 @@ func checkControllerMode(cfg *Config) error {
 // starts it once its address is known and closes it at shutdown.
 func (b *Broker) setupControllerMode(r failover.Replica) error {
 	cfg := b.config()
-	a, err := failover.New(failover.Deps{
+	deps := failover.Deps{
 		Config:       cfg.Controller,
 		ClusterName:  cfg.BrokerClusterName,
 		BrokerName:   cfg.BrokerName,
@@ -38,7 +38,15 @@ func (b *Broker) setupControllerMode(r failover.Replica) error {
 		Dial:         b.dialer(),
 		Prepare:      func(req *remoting.Command) { b.authsrv.Sign(req) },
 		OnRoleChange: b.controllerRoleChanged,
-	})
+	}
+	if sw, ok := r.(*switchReplica); ok {
+		// The HA client is given the master's remoting address and asks
+		// the master for its HA address before every connection attempt
+		// (EXCHANGE_BROKER_HA_INFO, ha_info.go).
+		deps.MasterHAAddr = func(masterAddr string) string { return masterAddr }
+		sw.base.ResolveMaster = b.resolveMasterHA
+	}
+	a, err := failover.New(deps)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}

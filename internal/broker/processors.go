@@ -105,6 +105,7 @@ func (b *Broker) registerProcessors() {
 	reg(remoting.GetAllSubscriptionGroupConfig, b.proc.HandleGetAllSubscriptionGroupConfig, admin)
 	reg(remoting.GetBrokerRuntimeInfo, b.handleGetBrokerRuntimeInfo, admin)
 	reg(remoting.GetBrokerEpochCache, b.admin.HandleGetBrokerEpochCache, admin)
+	reg(remoting.ExchangeBrokerHAInfo, b.handleExchangeBrokerHAInfo, admin)
 	reg(remoting.GetTimerCheckPoint, b.handleGetTimerCheckPoint, admin)
 	reg(remoting.GetBrokerConfig, b.handleGetBrokerConfig, admin)
 	reg(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig, admin)

@@ -54,6 +54,12 @@ type SwitchConfig struct {
 	Admit func(brokerID int64, remote net.Addr) bool
 	// Dial opens a slave's connection (net.Dialer.DialContext when nil).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// ResolveMaster, when set, is called by a slave before every
+	// connection attempt with the address ChangeToSlave was given; the
+	// address it returns is dialed ("" dials the given one). It may ask
+	// the master (a just-elected master may not answer yet, so it is asked
+	// again on every attempt); ctx ends when the role changes.
+	ResolveMaster func(ctx context.Context, addr string) string
 
 	SendHeartbeatInterval time.Duration // haSendHeartbeatInterval
 	HousekeepingInterval  time.Duration // haHousekeepingInterval
@@ -336,9 +342,10 @@ func (a *AutoSwitch) ChangeToMaster(masterEpoch int32, syncStateSet []int64, syn
 }
 
 // ChangeToSlave makes this broker a slave of masterID at masterHAAddr in
-// masterEpoch: sends are refused at once; the HA client then cuts the log
-// to the consistent point agreed with the new master before it appends or
-// acknowledges anything.
+// masterEpoch (with a ResolveMaster, at what it resolves masterHAAddr to
+// before each connection attempt): sends are refused at once; the HA
+// client then cuts the log to the consistent point agreed with the new
+// master before it appends or acknowledges anything.
 func (a *AutoSwitch) ChangeToSlave(masterID int64, masterHAAddr string, masterEpoch int32) error {
 	a.roleMu.Lock()
 	defer a.roleMu.Unlock()

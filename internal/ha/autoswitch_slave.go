@@ -57,13 +57,28 @@ type switchClient struct {
 	truncated int64 // where the last handshake cut the log (-1 before)
 	dials     int64 // connections opened
 
-	quit chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	// ctx ends with quit: it bounds the resolver and the dial.
+	ctx    context.Context
+	cancel context.CancelFunc
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
 }
 
 func newSwitchClient(a *AutoSwitch, masterID int64, addr string) *switchClient {
-	return &switchClient{a: a, masterID: masterID, addr: addr, truncated: -1, quit: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &switchClient{a: a, masterID: masterID, addr: addr, truncated: -1, ctx: ctx, cancel: cancel, quit: make(chan struct{})}
+}
+
+// target is the address the next connection attempt dials: the
+// resolver's answer for addr, or addr.
+func (c *switchClient) target() string {
+	if r := c.a.cfg.ResolveMaster; r != nil {
+		if got := r(c.ctx, c.addr); got != "" {
+			return got
+		}
+	}
+	return c.addr
 }
 
 // connects is the number of connections opened so far.
@@ -81,6 +96,7 @@ func (c *switchClient) start() {
 func (c *switchClient) close() {
 	c.once.Do(func() {
 		close(c.quit)
+		c.cancel()
 		c.mu.Lock()
 		if c.conn != nil {
 			c.conn.Close()
@@ -99,8 +115,9 @@ func (c *switchClient) run() {
 			return
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		conn, err := cfg.Dial(ctx, c.addr)
+		addr := c.target()
+		ctx, cancel := context.WithTimeout(c.ctx, 3*time.Second)
+		conn, err := cfg.Dial(ctx, addr)
 		cancel()
 		if err == nil {
 			c.mu.Lock()
@@ -125,7 +142,7 @@ func (c *switchClient) run() {
 			return
 		default:
 		}
-		cfg.Logger.Warn("ha: connection to the master ended; reconnecting", "master", c.addr, "err", err)
+		cfg.Logger.Warn("ha: connection to the master ended; reconnecting", "master", addr, "err", err)
 		select {
 		case <-c.quit:
 			return
