@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolmq/spool/internal/store"
@@ -70,6 +71,7 @@ var crashPoints = []string{"truncate-checkpoint", "truncate-commitlog", "truncat
 var (
 	crashMu   sync.Mutex
 	crashNext int
+	tailSeq   atomic.Int64
 )
 
 // nextCrashPoint rotates through crashPoints, one per injection.
@@ -84,11 +86,13 @@ func nextCrashPoint() string {
 // leaveTail kills setA's master so that it holds records no other replica
 // has: the running slaves are killed first (a slave stopped with SIGSTOP
 // would still find the master's last records in its socket buffer), the
-// master writes on for a while (allAckInSyncStateSet: the puts wait for
-// acknowledgements that never come, so none of them is acknowledged),
-// then it is killed and the slaves are started again, so the controllers
-// elect one of them once the master's heartbeat times out. It returns the
-// master, or an error when setA has no running master or slave.
+// master writes on for 2 s (a producer of the workload's sends to setA
+// only, as well as the workload's own producers; allAckInSyncStateSet:
+// the puts wait for acknowledgements that never come, so none of them is
+// acknowledged), then it is killed and the slaves are started again, so
+// the controllers elect one of them once the master's heartbeat times
+// out. It returns the master, or an error when setA has no running master
+// or slave.
 func (c *cluster) leaveTail() (*replica, error) {
 	v, m := c.master()
 	if m == nil || !m.running() || m.isPaused() {
@@ -103,8 +107,19 @@ func (c *cluster) leaveTail() (*replica, error) {
 	if len(slaves) == 0 {
 		return nil, fmt.Errorf("no running slave in the sync-state set (view %v)", v)
 	}
+	var tailer producerAPI
+	name := fmt.Sprintf("tail%d", tailSeq.Add(1))
+	if c.w != nil {
+		tailer = c.w.newProducer(name, &setASelector{})
+	}
 	for _, s := range slaves {
 		s.kill()
+	}
+	if tailer != nil {
+		go func() {
+			defer tailer.Shutdown()
+			c.w.send(tailer, name, 1) // recorded should it be acknowledged
+		}()
 	}
 	time.Sleep(2 * time.Second)
 	m.kill()
