@@ -335,7 +335,8 @@ func brokerCmd() *cobra.Command {
 			if bc.NamesrvAddr == "" {
 				return fmt.Errorf("no name server: give -n, NAMESRV_ADDR or namesrvAddr in the config")
 			}
-			b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, Logger: logger, TLS: tc})
+			b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, Logger: logger, TLS: tc,
+				StoreFailpoint: crashAt(os.Getenv(envCrashAt))})
 			if err != nil {
 				return err
 			}

@@ -62,6 +62,12 @@ type Options struct {
 	// connections to name servers; nil = plain (tls.go).
 	TLS *tlsconf.Config
 
+	// StoreFailpoint, when set, is called at the named points of the
+	// store it opens (store.DefaultMessageStore.Failpoint: e.g.
+	// "truncate-checkpoint", "truncate-commitlog"). nil in production;
+	// `spool broker` sets it from SPOOL_CRASH_AT.
+	StoreFailpoint func(name string)
+
 	// replica is the replication engine enableControllerMode=true drives
 	// (controller_mode.go); set by the package's tests only.
 	replica failover.Replica
@@ -230,6 +236,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
+		st.Failpoint = opts.StoreFailpoint
 		b.store = st
 	}
 	if cfg.EnableControllerMode && opts.replica == nil {

@@ -75,7 +75,9 @@ type DefaultMessageStore struct {
 	bgWG     sync.WaitGroup
 
 	// Failpoint, when set (tests), is called at named points: "roll",
-	// "dispatch", "checkpoint-written", "checkpoint-renamed".
+	// "dispatch", "checkpoint-written", "checkpoint-renamed", and the
+	// steps of TruncateTo: "truncate-checkpoint", "truncate-commitlog",
+	// "truncate-queues", "truncate-epochs".
 	Failpoint func(name string)
 }
 

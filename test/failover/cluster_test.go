@@ -37,7 +37,10 @@ type cluster struct {
 	view *watcher
 	// brokerSets is extra --set arguments of every replica of setA.
 	brokerSets []string
-	ctlAddrs   []string // the controllers' remoting addresses
+	// w is the workload running against the cluster (nil: none yet);
+	// faults that must make the master write send through it.
+	w        *workload
+	ctlAddrs []string // the controllers' remoting addresses
 }
 
 // replica is one broker of setA; it reaches each controller through a

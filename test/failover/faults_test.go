@@ -24,7 +24,7 @@ var faults = []fault{
 	{kind: "kill -9 master", failover: true, inject: func(c *cluster) func() error {
 		_, m := c.master()
 		m.kill()
-		return m.start
+		return m.startIfStopped
 	}},
 	{kind: "SIGSTOP master > lease", failover: true, inject: func(c *cluster) func() error {
 		_, m := c.master()
@@ -49,18 +49,21 @@ var faults = []fault{
 			return func() error { return fmt.Errorf("no controller leader known") }
 		}
 		p.kill()
-		return p.start
+		return p.startIfStopped
 	}},
 	{kind: "slave restarted", inject: func(c *cluster) func() error {
 		v, _ := c.master()
 		for _, r := range c.a {
 			if r.addr != v.MasterAddr && r.running() {
 				r.kill()
-				return r.start
+				return r.startIfStopped
 			}
 		}
 		return func() error { return fmt.Errorf("no running slave to restart") }
 	}},
+	{kind: "master restarted, unsynced tail dropped", inject: tailDropped(true)},
+	{kind: "slave restarted, unsynced tail dropped", inject: tailDropped(false)},
+	{kind: "slave killed during truncation", failover: true, inject: killedDuringTruncation},
 }
 
 // awaitHealthy waits until every process runs, setA has a master whose

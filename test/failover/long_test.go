@@ -13,7 +13,7 @@ import (
 )
 
 // The long form: rounds of every fault alone and every pair of faults
-// (SPOOL_FAILOVER_ROUNDS, default 2: 50 faults), under load, then the
+// (SPOOL_FAILOVER_ROUNDS, default 2: 128 faults), under load, then the
 // final read, the verdict and the table of failover times.
 func TestFailoverLong(t *testing.T) {
 	requireControllerMode(t)

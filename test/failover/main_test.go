@@ -5,7 +5,9 @@
 // loopback; producers and consumers with the official RocketMQ Go client
 // record every acknowledgement and every delivery, faults are injected
 // (SIGKILL and SIGSTOP of the master, the master cut from the controllers
-// by a fault proxy, the controller leader killed, a replica restarted),
+// by a fault proxy, the controller leader killed, a replica restarted,
+// a replica restarted with its unsynced tail dropped, a former master
+// killed during its truncation),
 // and test/failover/check judges the history: nothing acknowledged lost,
 // no order violation, no two masters acknowledging in one epoch.
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -21,6 +22,9 @@ type proc struct {
 	name string
 	args []string
 	addr string // the address it serves (remoting)
+	// env is added to the environment of the next start only (e.g.
+	// SPOOL_CRASH_AT); start clears it.
+	env []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -36,6 +40,12 @@ var errExited = errors.New("exited at start")
 // start runs the process and waits for its "ready" line.
 func (p *proc) start() error {
 	cmd := exec.Command(spoolBin, p.args...)
+	p.mu.Lock()
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+		p.env = nil
+	}
+	p.mu.Unlock()
 	out := &lockedBuffer{}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
@@ -72,6 +82,9 @@ func (p *proc) start() error {
 	}
 	select {
 	case err := <-done:
+		p.mu.Lock()
+		p.logs = append(p.logs, out.String())
+		p.mu.Unlock()
 		return fmt.Errorf("%s %w (%v); output:\n%s", p.name, errExited, err, tail(out.String()))
 	default:
 	}
@@ -96,6 +109,34 @@ func (p *proc) take() (*exec.Cmd, chan error, *lockedBuffer, bool) {
 		p.logs = append(p.logs, out.String())
 	}
 	return cmd, done, out, paused
+}
+
+// startIfStopped starts the process unless it runs (a heal that a fault
+// of a pair already did).
+func (p *proc) startIfStopped() error {
+	if p.running() {
+		return nil
+	}
+	return p.start()
+}
+
+// awaitExit waits up to limit for the process to end by itself and
+// reports whether it did; it is then taken as stopped.
+func (p *proc) awaitExit(limit time.Duration) bool {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return true
+	}
+	select {
+	case err := <-done:
+		done <- err
+		p.kill()
+		return true
+	case <-time.After(limit):
+		return false
+	}
 }
 
 // kill sends SIGKILL and waits for the exit.

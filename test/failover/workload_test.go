@@ -50,6 +50,7 @@ func startWorkload(t testing.TB, c *cluster, topic string, n int) *workload {
 	t.Helper()
 	w := &workload{t: t, c: c, topic: topic, stop: make(chan struct{})}
 	c.createTopic(topic)
+	c.w = w
 	w.live = w.consume("live", "fo-live")
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("p%d", i)
