@@ -244,6 +244,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: enableControllerMode=true needs the broker's own message store", ErrConfig)
 		}
+		// Consumers never see a record past the confirm offset: a role
+		// change may still cut it.
+		if err := st.GateDispatchAtConfirm(); err != nil {
+			return nil, err
+		}
 		b.sw = newSwitchReplica(b, st, &cfg)
 	}
 	b.longPoll = longpoll.New(longPollDeps(b))
