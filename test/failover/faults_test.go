@@ -17,8 +17,9 @@ type fault struct {
 }
 
 // lease is the master's controller lease with the harness's settings
-// (controllerHeartBeatTimeoutMills 10000 by default: half of it).
-const lease = 5 * time.Second
+// (controllerHeartBeatTimeoutMills 10000 by default: half of it; the long
+// form sets it from SPOOL_FAILOVER_BROKER_SETS).
+var lease = 5 * time.Second
 
 var faults = []fault{
 	{kind: "kill -9 master", failover: true, inject: func(c *cluster) func() error {

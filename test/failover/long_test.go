@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,22 @@ func TestFailoverLong(t *testing.T) {
 		}
 		rounds = n
 	}
-	c := startCluster(t)
+	// SPOOL_FAILOVER_BROKER_SETS: comma-separated key=value broker keys
+	// for setA's replicas (e.g. controllerHeartBeatTimeoutMills=6000).
+	var sets []string
+	if s := os.Getenv("SPOOL_FAILOVER_BROKER_SETS"); s != "" {
+		sets = strings.Split(s, ",")
+	}
+	for _, kv := range sets {
+		if k, v, _ := strings.Cut(kv, "="); k == "controllerHeartBeatTimeoutMills" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				t.Fatalf("SPOOL_FAILOVER_BROKER_SETS: %q", kv)
+			}
+			lease = time.Duration(n) * time.Millisecond / 2
+		}
+	}
+	c := startCluster(t, sets...)
 	w := startWorkload(t, c, "FailoverLong", 4)
 	w.awaitAcks(setA, 100, 60*time.Second)
 	w.awaitDelivered("live", 1, 60*time.Second)
