@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spoolmq/spool/internal/failover"
 	"github.com/spoolmq/spool/internal/store"
@@ -166,10 +167,34 @@ func (b *Broker) registeredBrokerID() int64 {
 }
 
 // startControllerMode starts the controller client (nil: controller mode
-// off).
+// off) and the slave's copy of its master's timer checkpoint.
 func (b *Broker) startControllerMode() {
 	if b.failover != nil {
 		b.failover.Start(b.addr)
+		b.background(b.runTimerCheckpointCopy)
+	}
+}
+
+// runTimerCheckpointCopy copies, every syncCheckInterval while the broker
+// is a slave, its master's timer checkpoint (GET_TIMER_CHECK_POINT, as
+// RocketMQ's SlaveSynchronize does in controller mode too): a broker
+// elected master with no wheel file of its own starts its wheel from it.
+func (b *Broker) runTimerCheckpointCopy() {
+	t := time.NewTicker(syncCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		st := b.failover.Status()
+		if st.Role != failover.RoleSlave || st.MasterAddr == "" || !b.config().TimerWheelEnable {
+			continue
+		}
+		if err := b.syncTimerCheckpoint(st.MasterAddr); err != nil {
+			b.logger.Warn("controller mode: copy the master's timer checkpoint", "master", st.MasterAddr, "err", err)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -220,4 +222,36 @@ func TestControllerModeRoleChangeOrder(t *testing.T) {
 	if len(keys) != 2 || keys["new"] != 1 || keys["other"] != 1 {
 		t.Fatalf("delivered %v, want new and other once each", keys)
 	}
+}
+
+// A controller-mode slave copies its master's timer checkpoint into
+// config/timercheck, from which it starts its wheel when elected without
+// wheel files of its own.
+func TestControllerModeSlaveCopiesTheTimerCheckpoint(t *testing.T) {
+	m := startBroker(t, nil)
+	if err := m.b.wheel().Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	ctlAddr := startTestController(t)
+	rep := &recReplica{events: make(chan string, 100)}
+	e := startBrokerOpts(t, t.TempDir(), Options{replica: rep}, func(c *Config, _ *store.Config) {
+		c.EnableControllerMode = true
+		c.Controller.ControllerAddr = ctlAddr
+	})
+	waitFor(t, "master of epoch 1", func() bool { return e.b.failover.Status().Role == failover.RoleMaster })
+	resp := e.invoke(remoting.NewRequest(remoting.NotifyBrokerRoleChanged, map[string]string{
+		"masterAddress": m.b.Addr(), "masterBrokerId": "2", "masterEpoch": "2", "syncStateSetEpoch": "2",
+	}, []byte(`{"syncStateSet":[2],"syncStateSetEpoch":2}`)))
+	if resp.Code != remoting.Success {
+		t.Fatalf("NOTIFY_BROKER_ROLE_CHANGED answered %d %s", resp.Code, resp.Remark)
+	}
+	path := filepath.Join(e.dir, "config", TimerCheckFile)
+	waitFor(t, "the copied checkpoint", func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		got, err := timer.DecodeWireCheckpoint(b)
+		return err == nil && got.HasScanFrom && got.LastReadTimeMs > 0
+	})
 }
