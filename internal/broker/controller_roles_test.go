@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -254,4 +255,46 @@ func TestControllerModeSlaveCopiesTheTimerCheckpoint(t *testing.T) {
 		got, err := timer.DecodeWireCheckpoint(b)
 		return err == nil && got.HasScanFrom && got.LastReadTimeMs > 0
 	})
+}
+
+// A broker whose wheel does not run in this process (started again as a
+// slave) still cuts the wheel's files with the CommitLog, so that the
+// wheel it starts when elected drops the timers of cut records even after
+// the log has grown past the cut again (internal/timer tests that).
+func TestTruncationCutsTheFilesOfAWheelNotRunning(t *testing.T) {
+	dir := t.TempDir()
+	e := startBrokerIn(t, dir, fastFlush)
+	e.createTopic("RT", 1)
+	st := e.b.store.(*store.DefaultMessageStore)
+	cut := st.MaxPhyOffset()
+	props := map[string]string{message.PropertyTimerDeliverMS: strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)}
+	if r := e.invoke(sendV1("RT", 0, props, []byte("cut"))); r.Code != remoting.Success {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	waitFor(t, "the timer linked", func() bool { return e.b.wheel().Stats().EnqueueOffset >= 1 })
+	e.stop()
+
+	e = startBrokerIn(t, dir, func(c *Config, s *store.Config) {
+		fastFlush(c, s)
+		s.BrokerRole, c.BrokerID, c.HA.MasterAddress = store.Slave, 1, "127.0.0.1:1"
+	})
+	if e.b.wheel() != nil {
+		t.Fatal("a slave opened the timing wheel")
+	}
+	st = e.b.store.(*store.DefaultMessageStore)
+	if _, err := st.TruncateTo(cut); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "timercut"))
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(b)), " "+strconv.FormatInt(cut, 10)) {
+		t.Fatalf("timercut %q (%v), want the cut at %d", b, err, cut)
+	}
+	e.stop()
+
+	// Elected: the timer topic's queue is linked again from its new end.
+	e = startBrokerIn(t, dir, fastFlush)
+	waitFor(t, "the wheel recovered", func() bool { return !e.b.wheel().Stats().Recovering })
+	if s := e.b.wheel().Stats(); s.EnqueueOffset != 0 {
+		t.Fatalf("after the cut: linked to %d, want 0", s.EnqueueOffset)
+	}
 }
