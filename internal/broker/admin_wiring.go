@@ -50,7 +50,7 @@ func adminDeps(b *Broker) processor.AdminDeps {
 			for _, tc := range systemTopics(b.config()) {
 				add(tc.TopicName)
 			}
-			if b.timers != nil {
+			if b.wheel() != nil {
 				add(systopic.WheelTimer)
 			}
 			return out

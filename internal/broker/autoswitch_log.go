@@ -87,10 +87,8 @@ func switchWait(a *ha.AutoSwitch) func(end int64, done func(store.PutStatus)) {
 // truncation cut (the store has cut its consume queues already; consumer
 // and delay offsets are lowered by onTruncate).
 func (b *Broker) truncateDerived(offset int64) {
-	if b.timers != nil {
-		if err := b.timers.TruncateTo(offset); err != nil {
-			b.logger.Error("broker: timer state after a CommitLog truncation", "offset", offset, "err", err)
-		}
+	if err := b.truncateWheel(offset); err != nil {
+		b.logger.Error("broker: timer state after a CommitLog truncation", "offset", offset, "err", err)
 	}
 	if tx, ok := b.txCheck.(interface{ TruncateTo(int64) int }); ok {
 		tx.TruncateTo(offset)

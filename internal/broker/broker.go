@@ -109,7 +109,7 @@ type Broker struct {
 	registrar *registrar
 	schedule  *schedule.Service
 	txCheck   transactionService
-	timers    *timer.Service // nil when timerWheelEnable is off
+	timers    atomic.Pointer[timer.Service] // the timing wheel (timers.go); nil when none ran
 	stats     *brokerStats
 	traffic   *brokerstats.Manager
 	statsProc *processor.BrokerStats
@@ -121,10 +121,13 @@ type Broker struct {
 	failover  *failover.Agent // the controller client; nil unless enableControllerMode
 	sw        *switchReplica  // controller mode's replication engine (nil otherwise)
 	hainfo    haInfo          // EXCHANGE_BROKER_HA_INFO's state (ha_info.go)
-	roleMu    sync.Mutex      // serializes the master-only services' start and stop
-	// masterServices is the controller-mode life of the schedule and
-	// transaction-check services (servicesNever, ...).
-	masterServices int
+	// roleMu serializes the start and stop of the master-only services
+	// (delayed delivery, transaction check-back, the timing wheel) and the
+	// timing wheel's cut; wheelOn is whether the wheel runs, rolesClosed
+	// whether the broker is shutting down (no service starts any more).
+	roleMu      sync.Mutex
+	wheelOn     bool
+	rolesClosed bool
 	// syncCounts are a slave's metadata copy figures; timerCopy is the
 	// master's timer checkpoint it copied last.
 	syncCounts slaveSyncCounts
@@ -456,6 +459,7 @@ func (b *Broker) onDispatch(topic string, queueID int32, maxOffset int64) {
 func (b *Broker) onTruncate(offset int64) {
 	n := b.offsets.ClampTo(b.store.MaxOffsetInQueue)
 	delay := b.schedule.ClampTo(func(q int32) int64 { return b.store.MaxOffsetInQueue(topicSchedule, q) })
+	b.schedule.Truncated(offset)
 	b.truncateDerived(offset)
 	b.logger.Warn("broker: offsets lowered to the queues' ends after a CommitLog truncation",
 		"offset", offset, "consumerOffsets", n, "delayOffsets", delay)
@@ -491,8 +495,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return ErrShutdown
 	}
 	var errs []error
-	b.schedule.Stop()
-	b.txCheck.Stop()
+	b.endMasterServices()
 	b.longPoll.Shutdown()
 	if err := b.server.Drain(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("waiting for in-flight requests: %w", err))

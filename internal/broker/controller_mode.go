@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spoolmq/spool/internal/failover"
 	"github.com/spoolmq/spool/internal/store"
@@ -30,7 +31,7 @@ func (b *Broker) setupControllerMode(r failover.Replica) error {
 		Config:       cfg.Controller,
 		ClusterName:  cfg.BrokerClusterName,
 		BrokerName:   cfg.BrokerName,
-		Replica:      r,
+		Replica:      roleReplica{Replica: r, b: b},
 		FS:           vfs.Default,
 		StoreRoot:    b.storeCfg.Load().StorePathRootDir,
 		Clock:        b.clock,
@@ -56,18 +57,16 @@ func (b *Broker) setupControllerMode(r failover.Replica) error {
 
 // controllerRoleChanged logs a role the controller gave the broker,
 // sets the broker's role from it (SYNC_MASTER or SLAVE, as RocketMQ's
-// ReplicasManager does), makes the services that write to the log follow
-// it and registers with the name servers under it.
+// ReplicasManager does) and registers with the name servers under it.
+// The master-only services followed the role already (roleReplica).
 func (b *Broker) controllerRoleChanged(s failover.Status) {
 	b.logger.Info("controller mode: role changed", "role", s.Role.String(), "brokerId", s.BrokerID,
 		"master", s.MasterID, "masterAddr", s.MasterAddr, "epoch", s.MasterEpoch)
 	switch s.Role {
 	case failover.RoleMaster:
 		b.setStoreRole(store.SyncMaster)
-		b.startMasterServices()
 	case failover.RoleSlave:
 		b.setStoreRole(store.Slave)
-		b.stopMasterServices()
 	}
 	b.registrar.trigger()
 }
@@ -87,42 +86,72 @@ func (b *Broker) setStoreRole(role string) {
 	b.setConfig(b.config(), &next)
 }
 
-// startMasterServices starts the services that write to the log (delayed
-// delivery, transaction check-back), which a slave does not run, the
-// first time the broker becomes master.
+// roleReplica is the replication engine as the controller client drives
+// it, with the services only a master runs around its role changes, as
+// RocketMQ's BrokerController.changeSpecialServiceStatus: they stop
+// before the engine follows another master (which may cut the CommitLog)
+// and start once the engine has begun the new epoch, on every change.
+type roleReplica struct {
+	failover.Replica
+	b *Broker
+}
+
+func (r roleReplica) ChangeToMaster(masterEpoch int32, syncStateSet []int64, syncStateSetEpoch int32) error {
+	if err := r.Replica.ChangeToMaster(masterEpoch, syncStateSet, syncStateSetEpoch); err != nil {
+		return err
+	}
+	r.b.startMasterServices()
+	return nil
+}
+
+func (r roleReplica) ChangeToSlave(masterID int64, masterHAAddr string, masterEpoch int32) error {
+	r.b.stopMasterServices()
+	return r.Replica.ChangeToSlave(masterID, masterHAAddr, masterEpoch)
+}
+
+// startMasterServices starts the services that write to the log on their
+// own, which a slave does not run: delayed delivery, transaction
+// check-back and the timing wheel (timerWheelEnable). Each starts from
+// its latest state: the schedule progress and the transaction index are
+// recovered from the CommitLog, which holds what another master did
+// meanwhile; the wheel from its files, cut with the log, or from the
+// checkpoint copied from a master. Running services are left as they are.
 func (b *Broker) startMasterServices() {
 	b.roleMu.Lock()
 	defer b.roleMu.Unlock()
-	switch {
-	case b.masterServices == servicesRunning:
-		return
-	case b.masterServices == servicesStopped:
-		b.logger.Warn("controller mode: master again; delayed delivery and transaction check-back restart only with the broker")
+	if b.rolesClosed {
 		return
 	}
 	b.schedule.Start()
 	b.txCheck.Start()
-	b.masterServices = servicesRunning
+	if b.config().TimerWheelEnable && !b.wheelOn {
+		if err := b.openWheel(); err != nil {
+			b.logger.Error("controller mode: the timing wheel did not start; timer messages are refused", "err", err)
+		}
+	}
 }
 
-// stopMasterServices stops them when a master becomes slave.
+// stopMasterServices stops them (when the broker becomes slave); stopped
+// services are left as they are.
 func (b *Broker) stopMasterServices() {
 	b.roleMu.Lock()
 	defer b.roleMu.Unlock()
-	if b.masterServices != servicesRunning {
-		return
-	}
 	b.schedule.Stop()
 	b.txCheck.Stop()
-	b.masterServices = servicesStopped
+	if err := b.closeWheel(); err != nil {
+		b.logger.Error("controller mode: close the timing wheel", "err", err)
+	}
 }
 
-// Life of the master-only services in controller mode.
-const (
-	servicesNever = iota
-	servicesRunning
-	servicesStopped
-)
+// endMasterServices stops delayed delivery and transaction check-back for
+// good (shutdown; the wheel is closed later, before the store).
+func (b *Broker) endMasterServices() {
+	b.roleMu.Lock()
+	defer b.roleMu.Unlock()
+	b.rolesClosed = true
+	b.schedule.Stop()
+	b.txCheck.Stop()
+}
 
 // hasRole reports whether the broker has a role to register with the
 // name servers: always, unless controller mode has not given it one yet
@@ -146,10 +175,34 @@ func (b *Broker) registeredBrokerID() int64 {
 }
 
 // startControllerMode starts the controller client (nil: controller mode
-// off).
+// off) and the slave's copy of its master's timer checkpoint.
 func (b *Broker) startControllerMode() {
 	if b.failover != nil {
 		b.failover.Start(b.addr)
+		b.background(b.runTimerCheckpointCopy)
+	}
+}
+
+// runTimerCheckpointCopy copies, every syncCheckInterval while the broker
+// is a slave, its master's timer checkpoint (GET_TIMER_CHECK_POINT, as
+// RocketMQ's SlaveSynchronize does in controller mode too): a broker
+// elected master with no wheel file of its own starts its wheel from it.
+func (b *Broker) runTimerCheckpointCopy() {
+	t := time.NewTicker(syncCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		st := b.failover.Status()
+		if st.Role != failover.RoleSlave || st.MasterAddr == "" || !b.config().TimerWheelEnable {
+			continue
+		}
+		if err := b.syncTimerCheckpoint(st.MasterAddr); err != nil {
+			b.logger.Warn("controller mode: copy the master's timer checkpoint", "master", st.MasterAddr, "err", err)
+		}
 	}
 }
 

@@ -89,8 +89,8 @@ func (b *Broker) topicFigures() []metrics.TopicFigures {
 			}
 		}
 	}
-	if b.timers != nil {
-		for _, tt := range b.timers.TopicTimers() {
+	if w := b.wheel(); w != nil {
+		for _, tt := range w.TopicTimers() {
 			if b.topics.Find(tt.Topic) == nil {
 				continue
 			}
@@ -144,7 +144,8 @@ var timerBoundsSeconds = []int64{5, 60, 300, 900, 3600, 14400, 28800, 86400}
 // without the wheel.
 func (b *Broker) timerFigures() metrics.TimerFigures {
 	var f metrics.TimerFigures
-	if ts, ok := b.TimerStats(); ok {
+	if w := b.wheel(); w != nil {
+		ts := w.Stats()
 		now := b.clock.Now()
 		f.EnqueueLag = max(b.store.MaxOffsetInQueue(timer.Topic, 0)-ts.EnqueueOffset, 0)
 		if f.EnqueueLag > 0 {
@@ -155,8 +156,8 @@ func (b *Broker) timerFigures() metrics.TimerFigures {
 		if ts.Cursor > 0 {
 			f.DequeueLatencyMs = max(now.Unix()-ts.Cursor, 0) * 1000
 		}
-		f.DequeueLag = b.timers.DueNotDelivered()
-		for i, n := range b.timers.PendingByDelay(timerBoundsSeconds) {
+		f.DequeueLag = w.DueNotDelivered()
+		for i, n := range w.PendingByDelay(timerBoundsSeconds) {
 			f.Snapshot = append(f.Snapshot, metrics.TimerBound{BoundSeconds: timerBoundsSeconds[i], Messages: n})
 		}
 	}
@@ -315,7 +316,7 @@ func (b *Broker) topicChanged(tc *metadata.TopicConfig, deleted string, v metada
 		return
 	}
 	b.traffic.RemoveTopic(deleted)
-	if t := b.timers; t != nil {
+	if t := b.wheel(); t != nil {
 		t.ForgetTopic(deleted)
 	}
 }

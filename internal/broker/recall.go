@@ -99,7 +99,8 @@ func (b *Broker) handleRecallMessage(c *transport.Conn, req *remoting.Command) t
 		return answer(remoting.IllegalOperation, "recall failed, timestamp invalid")
 	}
 	due, _ := timer.RecallDue(hd.timestamp)
-	if b.timers == nil {
+	wheel := b.wheel()
+	if wheel == nil {
 		return answer(remoting.SystemError, "accurate timer message is not enabled, timerWheelEnable is false")
 	}
 	m := &message.Inner{
@@ -120,7 +121,7 @@ func (b *Broker) handleRecallMessage(c *transport.Conn, req *remoting.Command) t
 		m.Properties[message.PropertyProducerGroup] = group
 	}
 	rs := c.Defer(req)
-	ok, err := b.timers.Schedule(m, func(r store.PutResult) {
+	ok, err := wheel.Schedule(m, func(r store.PutResult) {
 		b.stats.countPut(m.Topic, r)
 		resp := remoting.NewResponse(req, remoting.Success, "")
 		resp.SetExt(message.PropertyMsgRegion, cfg.RegionID)

@@ -214,10 +214,10 @@ func TestSlaveCopiesTheTimerCheckpoint(t *testing.T) {
 	if resp := s.invoke(remoting.NewRequest(remoting.GetTimerCheckPoint, nil, nil)); resp.Code != remoting.SystemError {
 		t.Errorf("a slave (no wheel) answered GET_TIMER_CHECK_POINT %d, want SYSTEM_ERROR", resp.Code)
 	}
-	if m.b.timers == nil {
+	if m.b.wheel() == nil {
 		t.Fatal("the master runs no timing wheel")
 	}
-	if err := m.b.timers.Checkpoint(); err != nil {
+	if err := m.b.wheel().Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
 	resp := m.invoke(remoting.NewRequest(remoting.GetTimerCheckPoint, nil, nil))

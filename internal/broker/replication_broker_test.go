@@ -37,7 +37,7 @@ func TestSlaveRefusesSendsAndPullsWithoutSlaveRead(t *testing.T) {
 		})
 	}
 	s := slave(false)
-	if s.b.timers != nil {
+	if s.b.wheel() != nil {
 		t.Error("a slave runs the timing wheel")
 	}
 	s.createTopic("TopicHA", 1)

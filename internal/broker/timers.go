@@ -18,19 +18,23 @@ import (
 )
 
 // startTimers opens and starts the timing wheel when timerWheelEnable is
-// set (after the store has started).
+// set (after the store has started). A slave's log holds only its
+// master's bytes: it runs no wheel. In controller mode the wheel starts
+// and stops with the master role (startMasterServices).
 func (b *Broker) startTimers() error {
 	cfg := b.config()
-	if !cfg.TimerWheelEnable || b.isSlave() { // a slave's log holds only its master's bytes
+	if !cfg.TimerWheelEnable || b.isSlave() || cfg.EnableControllerMode {
 		return nil
 	}
-	if cfg.EnableControllerMode {
-		// The wheel's log is not cut with the CommitLog on a role change
-		// yet: timer messages are not served in controller mode.
-		b.logger.Warn("controller mode: the timing wheel is off (timerWheelEnable is not supported with enableControllerMode=true yet)")
-		return nil
-	}
-	tc := cfg.Timer
+	b.roleMu.Lock()
+	defer b.roleMu.Unlock()
+	return b.openWheel()
+}
+
+// newWheel builds a timing wheel over the broker's store and timer files
+// (not started).
+func (b *Broker) newWheel() (*timer.Service, error) {
+	tc := b.config().Timer
 	tc.StorePathRootDir = b.storeConfig().StorePathRootDir
 	tc.CommitLogFileSize = b.storeConfig().MappedFileSizeCommitLog
 	tc.Logger = b.logger.With("service", "timer")
@@ -38,13 +42,63 @@ func (b *Broker) startTimers() error {
 	tc.MasterCheckpoint = b.copiedTimerCheckpoint()
 	svc, err := timer.New(tc, b.store)
 	if err != nil {
-		return fmt.Errorf("timer wheel: %w", err)
+		return nil, fmt.Errorf("timer wheel: %w", err)
+	}
+	return svc, nil
+}
+
+// openWheel starts a new timing wheel from the timer files (cut with the
+// CommitLog by any truncation since the last one closed) or, without
+// them, from the master's checkpoint this broker copied; b.roleMu held.
+func (b *Broker) openWheel() error {
+	svc, err := b.newWheel()
+	if err != nil {
+		return err
 	}
 	if err := svc.Start(); err != nil {
 		return fmt.Errorf("timer wheel: %w", err)
 	}
-	b.timers = svc
+	b.timers.Store(svc)
+	b.wheelOn = true
 	return nil
+}
+
+// closeWheel stops the running wheel with a last checkpoint; b.roleMu
+// held. The closed wheel stays b.wheel(): it refuses timer messages as
+// not running, answers GET_TIMER_CHECK_POINT with its last checkpoint
+// and cuts its files on a truncation.
+func (b *Broker) closeWheel() error {
+	if !b.wheelOn {
+		return nil
+	}
+	b.wheelOn = false
+	if err := b.wheel().Close(); err != nil {
+		return fmt.Errorf("timer wheel close: %w", err)
+	}
+	return nil
+}
+
+// wheel is the timing wheel: the running one, or the one that ran last
+// (closed); nil when none ran.
+func (b *Broker) wheel() *timer.Service { return b.timers.Load() }
+
+// truncateWheel cuts the timer state at offset after a CommitLog
+// truncation: the running wheel's, or the files of a wheel that does not
+// run (closed before the role change, or never started by this process).
+func (b *Broker) truncateWheel(offset int64) error {
+	b.roleMu.Lock()
+	defer b.roleMu.Unlock()
+	w := b.wheel()
+	if w == nil {
+		if !b.config().TimerWheelEnable {
+			return nil
+		}
+		var err error
+		if w, err = b.newWheel(); err != nil {
+			return err
+		}
+	}
+	return w.TruncateTo(offset)
 }
 
 // deliverTimer stores a due timer message in its real topic.
@@ -57,28 +111,25 @@ func (b *Broker) deliverTimer(m *message.Inner, done func(store.PutResult)) {
 
 // closeTimers stops the timing wheel (before the store shuts down).
 func (b *Broker) closeTimers() error {
-	if b.timers == nil {
-		return nil
-	}
-	if err := b.timers.Close(); err != nil {
-		return fmt.Errorf("timer wheel close: %w", err)
-	}
-	return nil
+	b.roleMu.Lock()
+	defer b.roleMu.Unlock()
+	return b.closeWheel()
 }
 
 // applyTimerLive passes the live timer keys of cfg to the wheel.
 func (b *Broker) applyTimerLive(cfg *Config) {
-	if b.timers != nil {
-		b.timers.SetLive(cfg.Timer.MaxDelaySec, cfg.Timer.CongestNumEachSlot, cfg.Timer.ReadBytesPerSec)
+	if w := b.wheel(); w != nil {
+		w.SetLive(cfg.Timer.MaxDelaySec, cfg.Timer.CongestNumEachSlot, cfg.Timer.ReadBytesPerSec)
 	}
 }
 
 // TimerStats returns the timing wheel's figures; false when it is off.
 func (b *Broker) TimerStats() (timer.Stats, bool) {
-	if b.timers == nil {
+	w := b.wheel()
+	if w == nil {
 		return timer.Stats{}, false
 	}
-	return b.timers.Stats(), true
+	return w.Stats(), true
 }
 
 // TimerCheckFile is the copy of its master's timer checkpoint a slave
@@ -90,8 +141,8 @@ const TimerCheckFile = "timercheck"
 // timing wheel's last checkpoint in RocketMQ's TimerCheckpoint body (and
 // Spool's scanFrom after it); without one, SYSTEM_ERROR as RocketMQ.
 func (b *Broker) handleGetTimerCheckPoint(_ *transport.Conn, req *remoting.Command) *remoting.Command {
-	if b.timers != nil {
-		if ck, ok := b.timers.LastCheckpoint(); ok {
+	if w := b.wheel(); w != nil {
+		if ck, ok := w.LastCheckpoint(); ok {
 			resp := remoting.NewResponse(req, remoting.Success, "")
 			resp.Body = ck.Encode()
 			return resp

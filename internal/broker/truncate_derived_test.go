@@ -17,8 +17,8 @@ func TestTruncationLowersTimerAndTransactionState(t *testing.T) {
 	env := startBroker(t, nil)
 	b := env.b
 	st, ok := b.store.(*store.DefaultMessageStore)
-	if !ok || b.timers == nil {
-		t.Fatalf("store %T, timers %v", b.store, b.timers != nil)
+	if !ok || b.wheel() == nil {
+		t.Fatalf("store %T, timers %v", b.store, b.wheel() != nil)
 	}
 	put := func(body string) store.PutResult {
 		ch := make(chan store.PutResult, 1)

@@ -11,7 +11,6 @@ import (
 	"github.com/spoolmq/spool/internal/schedule"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/internal/systopic"
-	"github.com/spoolmq/spool/internal/timer"
 	"github.com/spoolmq/spool/internal/transaction"
 	"github.com/spoolmq/spool/message"
 )
@@ -201,7 +200,7 @@ func dataDeps(b *Broker) datapath.Deps {
 		Locks:       b.locks,
 		Tx:          b.txCheck,
 		LongPoll:    b.longPoll,
-		Timers:      func() *timer.Service { return b.timers },
+		Timers:      b.wheel,
 		DelayLevels: b.delayLevels,
 		Config:      b.dataCfg.Load,
 		Clock:       b.clock,

@@ -22,8 +22,8 @@ func (d *Path) PutMessage(m *message.Inner, done func(store.PutResult)) error {
 		d.putHalf(m, done)
 		return nil
 	}
-	if d.timers() != nil && timer.HasTimerProperty(m.Properties) {
-		ok, err := d.timers().Schedule(m, done)
+	if w := d.timers(); w != nil && timer.HasTimerProperty(m.Properties) {
+		ok, err := w.Schedule(m, done)
 		if err != nil || ok {
 			return err
 		}

@@ -79,3 +79,42 @@ func TestDelayOffsetsClampToQueueEnds(t *testing.T) {
 		t.Fatal("lowered again")
 	}
 }
+
+// A stopped service's progress is valid up to where it stopped, lowered
+// by a truncation, so that the next start scans what another master
+// delivered meanwhile; Stop and Start can be repeated.
+func TestStopMarkAndTruncated(t *testing.T) {
+	st := &endStore{end: 4096}
+	s := NewService(Deps{
+		Store:       func() store.MessageStore { return st },
+		DelayLevels: []time.Duration{time.Second},
+		Path:        filepath.Join(t.TempDir(), "delayOffset.json"),
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	s.Stop() // not started: nothing happens
+	s.recoveredAll, s.running, s.quit = true, true, make(chan struct{})
+	s.inflight[1] = 4000
+	s.Stop()
+	st.end = 9000 // the log grows while stopped (a slave)
+	s.mu.Lock()
+	mark, rec := s.validUpTo, s.recoveredAll
+	s.mu.Unlock()
+	if mark != 4000 || rec {
+		t.Fatalf("after Stop: mark %d recovered %v, want 4000 false", mark, rec)
+	}
+	if b, _ := s.encode(); !json.Valid(b) || string(b) == "" {
+		t.Fatalf("encode %s", b)
+	}
+	s.Truncated(5000)
+	if s.validUpTo != 4000 {
+		t.Fatalf("a cut past the mark moved it to %d", s.validUpTo)
+	}
+	s.Truncated(3000)
+	if s.validUpTo != 3000 {
+		t.Fatalf("mark %d after a cut at 3000", s.validUpTo)
+	}
+	s.Stop() // stopped already: nothing happens
+	if s.validUpTo != 3000 {
+		t.Fatalf("mark %d after a second Stop", s.validUpTo)
+	}
+}

@@ -74,10 +74,13 @@ type Service struct {
 	recoveredAll bool
 	Recovered    atomic.Int64 // markers applied by the last recovery scan
 
-	wake    []chan struct{} // per level, capacity 1
+	wake []chan struct{} // per level, capacity 1
+	// runMu serializes Start and Stop; running is true between them. The
+	// service starts again after a Stop (a broker that is master again).
+	runMu   sync.Mutex
+	running bool
 	quit    chan struct{}
 	wg      sync.WaitGroup
-	stopped sync.Once
 }
 
 func NewService(d Deps) *Service {
@@ -221,8 +224,19 @@ func (s *Service) abortDelivery(level int) {
 }
 
 // Start recovers the progress from the CommitLog, then starts one
-// goroutine per level and the periodic persister.
+// goroutine per level and the periodic persister. Starting a running
+// service does nothing; a stopped one starts again, recovering from the
+// CommitLog offset it stopped at (lowered by any truncation since, see
+// Truncated), so the deliveries another master made meanwhile are not
+// made again.
 func (s *Service) Start() {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.running {
+		return
+	}
+	s.running = true
+	s.quit = make(chan struct{})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -389,9 +403,48 @@ func parseDelaySource(v string) (int, int64, bool) {
 	return level, off, true
 }
 
+// Stop ends the deliveries and waits for them. The progress is then
+// valid up to the CommitLog end before any delivery still in flight:
+// the next Start (or a restart of the process, from delayOffset.json)
+// scans the CommitLog from there for deliveries made after it. Stopping
+// a service that does not run does nothing.
 func (s *Service) Stop() {
-	s.stopped.Do(func() { close(s.quit) })
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if !s.running {
+		return
+	}
+	s.running = false
+	close(s.quit)
 	s.wg.Wait()
+	s.mu.Lock()
+	if s.recoveredAll {
+		mark := s.d.Store().MaxPhyOffset()
+		for _, v := range s.inflight {
+			mark = min(mark, v)
+		}
+		s.validUpTo, s.recoveredAll = mark, false
+	}
+	clear(s.inflight)
+	s.mu.Unlock()
+	s.File.MarkDirty()
+}
+
+// Truncated lowers the CommitLog offset the progress is valid up to when
+// the log was cut at phy (a role change): the records past the cut are
+// replaced by another master's, whose deliveries the next Start's scan
+// must read. A running service's mark is the log's end, already below
+// the cut.
+func (s *Service) Truncated(phy int64) {
+	s.mu.Lock()
+	changed := s.validUpTo > phy
+	if changed {
+		s.validUpTo = phy
+	}
+	s.mu.Unlock()
+	if changed {
+		s.File.MarkDirty()
+	}
 }
 
 // OnDispatch wakes the level whose schedule queue received a message.

@@ -178,9 +178,13 @@ func (s *Service) Start() error {
 		}
 		return err
 	}
+	// The store keeps its callbacks for good: this one holds only the
+	// wake-up channel, not the service (a broker opens a new wheel each
+	// time it becomes master again).
+	wake := s.enqWake
 	s.st.OnDispatch(func(topic string, _ int32, _ int64) {
 		if topic == Topic {
-			signal(s.enqWake)
+			signal(wake)
 		}
 	})
 	s.recovering.Store(true)

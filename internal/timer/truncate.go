@@ -195,11 +195,12 @@ func (s *Service) topicQueueMax() int64 {
 // TruncateTo (its consume queues are already cut). Timers of cut records
 // are never delivered, the consume queue of the timer topic is linked
 // again from its new end, and the cut is durable (the cut file, then a
-// checkpoint) when it returns nil. A service not running has nothing to
-// drop: Start finds a cut it missed by itself.
+// checkpoint) when it returns nil. A service not running (not started,
+// or closed: a broker closes its wheel before it follows another master)
+// has its files cut instead (truncateFiles).
 func (s *Service) TruncateTo(phy int64) error {
 	if s.state.Load() != stateRunning {
-		return nil
+		return s.truncateFiles(phy)
 	}
 	cqMax := s.topicQueueMax()
 	s.mu.Lock()
@@ -258,6 +259,56 @@ func (s *Service) recoverCuts(w *wheel, img *wheelImage, fresh bool) error {
 func (w *wheel) cutOffAll(logEnd, phy int64) bool {
 	for _, c := range w.cuts {
 		if c.logEnd >= logEnd && c.phy <= phy {
+			return true
+		}
+	}
+	return false
+}
+
+// truncateFiles is TruncateTo for a wheel that does not run: the cut is
+// added to the cut file and the wheel file's linked offset and marker
+// scan start are lowered to the timer topic's new queue end and the cut,
+// so the next Start drops the timers of cut records and links the queue
+// again from its new end even when the CommitLog has grown past the cut
+// by then (a slave's log fills again with its new master's records, and
+// Start's own guess, the CommitLog end, would lie past them). Without a
+// wheel file there is nothing to cut: Start links every timer record
+// again. It must not run while the service (or another over the same
+// files) runs.
+func (s *Service) truncateFiles(phy int64) error {
+	img, err := loadWheelImage(s.fs, s.wheelPath)
+	if err != nil || img == nil {
+		return err
+	}
+	cuts, err := loadCuts(s.fs, s.cutPath())
+	if err != nil {
+		return err
+	}
+	keep := cuts[:0]
+	for _, c := range cuts {
+		if img.liveBefore(c.logEnd) {
+			keep = append(keep, c)
+		}
+	}
+	cuts = append(keep, logCut{logEnd: img.logEnd, phy: phy})
+	if err := vfs.WriteFileAtomic(s.fs, s.cutPath(), encodeCuts(cuts), nil); err != nil {
+		return fmt.Errorf("timer: %w", err)
+	}
+	cqMax := s.topicQueueMax()
+	if img.enqOffset <= cqMax && img.scanFrom <= phy {
+		return nil
+	}
+	s.logger.Warn("timer: the files of the stopped wheel cut after a CommitLog truncation", "offset", phy,
+		"queueEnd", cqMax, "linked", img.enqOffset, "scanFrom", img.scanFrom)
+	img.enqOffset, img.scanFrom = min(img.enqOffset, cqMax), min(img.scanFrom, phy)
+	return saveWheelImage(s.fs, s.wheelPath, img.encode())
+}
+
+// liveBefore reports whether a timer-log file starting before end still
+// holds a live entry, as the wheel file counts them.
+func (w *wheelImage) liveBefore(end int64) bool {
+	for _, sg := range w.segs {
+		if sg.start < end && sg.live > 0 {
 			return true
 		}
 	}

@@ -122,3 +122,101 @@ func TestTruncateTo(t *testing.T) {
 	}
 	svc.Close()
 }
+
+// TestTruncateClosedWheel: a wheel closed before the CommitLog is cut
+// (a master becoming slave) has its files cut by TruncateTo, so that
+// once the log has filled again past the cut with another master's timer
+// records, the wheel started again delivers those records when they are
+// due and never the timers of cut records, whose entries now point into
+// the new records.
+func TestTruncateClosedWheel(t *testing.T) {
+	root := t.TempDir()
+	clk := clock.NewManual(time.UnixMilli(t0))
+	st, err := store.Open(storeConfig(root), vfs.OS(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Shutdown()
+	open := func(dir string) *Service {
+		cfg := DefaultConfig()
+		cfg.StorePathRootDir = dir
+		cfg.LogFileSize = 4096
+		cfg.FlushIntervalMs = 0
+		cfg.Clock = clk
+		svc, err := New(cfg, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	sched := func(svc *Service, key string, delayMs int64) {
+		scheduleSync(t, svc, timerMsg(key, message.PropertyTimerDelayMS, strconv.FormatInt(delayMs, 10)))
+	}
+	svc := open(root)
+	sched(svc, "a0", 5000)
+	sched(svc, "a1", 6000)
+	cut := st.MaxPhyOffset()
+	for i := range 5 {
+		sched(svc, "b"+strconv.Itoa(i), int64(7000+i*1000))
+	}
+	waitFor(t, "timers linked", func() bool { return svc.Stats().EnqueueOffset >= 7 })
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.TruncateTo(cut); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.TruncateTo(cut); err != nil {
+		t.Fatalf("TruncateTo on the closed wheel: %v", err)
+	}
+	// Another master's timer records at the offsets of b0..b3, due later.
+	other := open(t.TempDir())
+	for i := range 4 {
+		sched(other, "c"+strconv.Itoa(i), int64(20000+i*1000))
+	}
+	other.kill()
+
+	svc = open(root)
+	defer svc.Close()
+	waitFor(t, "timers linked again", func() bool { return svc.Stats().EnqueueOffset >= 6 })
+	clk.Advance(12 * time.Second)
+	waitFor(t, "a0 and a1", func() bool { return st.MaxOffsetInQueue("T", 0) >= 2 })
+	waitFor(t, "the cursor past 12 s", func() bool { return svc.Stats().Cursor >= (t0+12000)/1000 })
+	if n := st.MaxOffsetInQueue("T", 0); n != 2 {
+		t.Fatalf("%d messages delivered by 12 s, want a0 and a1 only (a cut timer delivered a new record early)", n)
+	}
+	clk.Advance(20 * time.Second)
+	waitFor(t, "deliveries", func() bool { return st.MaxOffsetInQueue("T", 0) >= 6 })
+	time.Sleep(50 * time.Millisecond) // a duplicate would be delivered by now
+	seen := map[string]int{}
+	for off := int64(0); off < st.MaxOffsetInQueue("T", 0); {
+		r := st.GetMessage("g", "T", 0, off, 32, 1<<20, nil)
+		if r.Status != store.Found {
+			t.Fatalf("offset %d: %v", off, r.Status)
+		}
+		for _, rec := range r.Buffers {
+			e, err := message.DecodeRecord(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[e.Properties[message.PropertyKeys]]++
+		}
+		off = r.NextBeginOffset
+		r.Release()
+	}
+	want := map[string]int{"a0": 1, "a1": 1, "c0": 1, "c1": 1, "c2": 1, "c3": 1}
+	if len(seen) != len(want) {
+		t.Fatalf("delivered %v, want %v", seen, want)
+	}
+	for k, n := range want {
+		if seen[k] != n {
+			t.Fatalf("delivered %v, want %v", seen, want)
+		}
+	}
+}

@@ -100,9 +100,13 @@ type CheckService struct {
 	cache *CheckedCache // records just read for checks, for the answering END_TRANSACTION
 	clock clock.Clock
 
+	// runMu serializes Start and Stop; the service starts again after a
+	// Stop (a broker that is master again).
+	runMu   sync.Mutex
+	running bool
+	runs    int // Starts so far
 	quit    chan struct{}
 	done    chan struct{}
-	started bool
 
 	// saveMu serializes the snapshot and floor writes (the service's
 	// goroutine, Stop, TruncateTo).
@@ -141,24 +145,41 @@ func (s *CheckService) TakeChecked(phy int64) ([]byte, bool) {
 }
 
 // Start rebuilds the index and runs the check rounds on a goroutine of
-// the service.
+// the service. Starting a running service does nothing; a stopped one
+// starts again with its index rebuilt from the snapshot and the queues
+// (the halves and resolutions another master stored meanwhile are in
+// them).
 func (s *CheckService) Start() {
-	s.started = true
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.running {
+		return
+	}
+	if s.runs > 0 {
+		s.quit, s.done = make(chan struct{}), make(chan struct{})
+		s.idx.Reset()
+		s.saveMu.Lock()
+		s.saved = false
+		s.saveMu.Unlock()
+	}
+	s.running = true
+	s.runs++
 	go s.run()
 }
 
 // Stop ends the rounds and writes the floors and the index snapshot.
+// Stopping a service that does not run does nothing.
 func (s *CheckService) Stop() {
-	select {
-	case <-s.quit:
-	default:
-		close(s.quit)
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if !s.running {
+		return
 	}
-	if s.started {
-		<-s.done
-		s.persistFloors()
-		s.saveIndex()
-	}
+	s.running = false
+	close(s.quit)
+	<-s.done
+	s.persistFloors()
+	s.saveIndex()
 }
 
 func (s *CheckService) rates() (int64, int64) {

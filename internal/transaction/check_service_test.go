@@ -260,3 +260,51 @@ func TestCheckServiceRounds(t *testing.T) {
 	}
 	s2.Stop()
 }
+
+// TestCheckServiceStartsAgain: a stopped service starts again (a broker
+// that is master again) with its index rebuilt, so it checks the halves
+// stored while it was stopped (by another master) and not those resolved
+// meanwhile; Start and Stop repeated change nothing.
+func TestCheckServiceStartsAgain(t *testing.T) {
+	e := newServiceEnv(t)
+	born := e.clk.Now().UnixMilli() - 10_000
+	h0 := e.putHalf(t, "pg", 0, born)
+	s := e.service(t)
+	s.Start()
+	s.Start()
+	e.settle(t)
+	if st := s.Stats(); st.Rebuilding || st.PendingHalves != 1 {
+		t.Fatalf("after the rebuild: %+v", st)
+	}
+	s.Stop()
+	s.Stop()
+	// While stopped: half 0 is resolved and half 1 stored, as another
+	// master would have (its op record and half record in the log).
+	op := map[string]string{message.PropertyTags: opDone}
+	m := &message.Inner{Topic: testOpTopic, Body: []byte(strconv.FormatInt(h0.QueueOffset, 10)), Properties: op,
+		PropertiesString: message.EncodeProperties(op),
+		BornHost:         message.Addr{IP: []byte{127, 0, 0, 1}, Port: 1}, StoreHost: message.Addr{IP: []byte{127, 0, 0, 1}, Port: 10911}}
+	ch := make(chan store.PutResult, 1)
+	e.st.PutMessage(m, func(r store.PutResult) { ch <- r })
+	if r := <-ch; r.Status != store.PutOK {
+		t.Fatalf("op record: %+v", r)
+	}
+	e.putHalf(t, "pg", 1, born)
+	waitUntil(t, "the op queue", func() bool { return e.st.MaxOffsetInQueue(testOpTopic, 0) > 0 })
+
+	stale := e.clk.Waiters() // the first run's last wait stays on the clock
+	e.conn.taken()
+	s.Start()
+	waitUntil(t, "the rebuild", func() bool { return !s.Stats().Rebuilding })
+	waitUntil(t, "the service to wait on its clock", func() bool { return e.clk.Waiters() > stale })
+	if st := s.Stats(); st.PendingHalves != 1 {
+		t.Fatalf("after starting again: %+v", st)
+	}
+	e.clk.Advance(time.Second)
+	waitUntil(t, "a check", func() bool { return s.Stats().ChecksSent > 0 })
+	s.Stop()
+	checks := e.conn.taken()
+	if len(checks) != 1 || checks[0].Ext("msgId") != "U1" {
+		t.Fatalf("checks after starting again: %d", len(checks))
+	}
+}

@@ -364,3 +364,17 @@ func atoiOr(s string, def int) int {
 	}
 	return n
 }
+
+// Reset empties the index for a new rebuild (the service starts again
+// after a Stop): the pending halves, resolutions and what was seen are
+// forgotten, the half puts and op records in flight are kept.
+func (x *Index) Reset() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	clear(x.pending)
+	clear(x.recent)
+	clear(x.tombstones)
+	x.seenEnd = 0
+	x.rebuilding = true
+	x.version++
+}
