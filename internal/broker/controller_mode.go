@@ -39,6 +39,7 @@ func (b *Broker) setupControllerMode(r failover.Replica) error {
 		Dial:         b.dialer(),
 		Prepare:      func(req *remoting.Command) { b.authsrv.Sign(req) },
 		OnRoleChange: b.controllerRoleChanged,
+		Epochs:       b.controllerEpochs,
 	}
 	if sw, ok := r.(*switchReplica); ok {
 		// The HA client is given the master's remoting address and asks
@@ -53,6 +54,20 @@ func (b *Broker) setupControllerMode(r failover.Replica) error {
 	}
 	b.failover = a
 	return nil
+}
+
+// controllerEpochs is the store's epoch table as the controller client
+// reads it (nil before the store started).
+func (b *Broker) controllerEpochs() []failover.Epoch {
+	tab := b.epochTable()
+	if tab == nil {
+		return nil
+	}
+	var out []failover.Epoch
+	for _, e := range tab.Entries() {
+		out = append(out, failover.Epoch{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	return out
 }
 
 // controllerRoleChanged logs a role the controller gave the broker,

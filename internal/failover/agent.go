@@ -42,6 +42,10 @@ type Deps struct {
 	// OnRoleChange runs after every role change applied (re-registration
 	// with the name servers, under the controller id or 0 as master).
 	OnRoleChange func(s Status)
+	// Epochs is the broker's epoch table, oldest first, which a master
+	// restarted in its own epoch compares with its sync-state set's (nil:
+	// one entry, the replica's MasterEpoch).
+	Epochs func() []Epoch
 	// CallTimeout bounds one controller request (default 3 s, RocketMQ's).
 	CallTimeout time.Duration
 	Clock       clock.Clock
@@ -91,6 +95,10 @@ type Agent struct {
 	renewed      time.Time
 	epochCurrent bool
 	fenced       bool // as last applied to the Replica
+	// hold is the epoch a restarted master is checking its set's logs
+	// in (resumeMaster): a view naming it master of that epoch or an
+	// older one is not applied meanwhile (0: none).
+	hold int32
 
 	following atomic.Bool // a lease round's view is being followed
 
@@ -282,6 +290,9 @@ func (a *Agent) Bootstrap(ctx context.Context, addr string) error {
 		return err
 	}
 	a.HeartbeatOnce(ctx)
+	if v.HasMaster() && v.MasterID == id && hasOthers(v.SyncStateSet, id) {
+		return a.resumeMaster(ctx, v)
+	}
 	if v.HasMaster() {
 		a.apply(v, "registration")
 		return nil
@@ -376,14 +387,15 @@ func (a *Agent) register(ctx context.Context) (View, error) {
 // (ELECT_MASTER triggered by the broker) and applies the answer; an
 // answer that a master still exists is applied too.
 func (a *Agent) Elect(ctx context.Context) error {
-	st := a.Status()
-	resp, err := a.ctl.callLeader(ctx, func() *remoting.Command {
-		return remoting.NewRequest(remoting.ControllerElectMaster, map[string]string{
-			"clusterName": a.d.ClusterName, "brokerName": a.d.BrokerName,
-			"brokerId": strconv.FormatInt(st.BrokerID, 10), "designateElect": "false",
-			"invokeTime": strconv.FormatInt(a.clk.Now().UnixMilli(), 10)}, nil)
-	})
-	if err != nil && !isCode(err, remoting.ControllerMasterStillExist) {
+	return a.elect(ctx, a.Status().BrokerID, false)
+}
+
+// elect sends ELECT_MASTER for broker id and applies the answer. A
+// designated election (designateElect=true) succeeds only when it makes
+// that broker master.
+func (a *Agent) elect(ctx context.Context, id int64, designate bool) error {
+	resp, err := a.ctl.callLeader(ctx, func() *remoting.Command { return a.electRequest(id, designate) })
+	if err != nil && (designate || !isCode(err, remoting.ControllerMasterStillExist)) {
 		return fmt.Errorf("ELECT_MASTER: %w", err)
 	}
 	v, err := viewOf(resp, true)
@@ -392,6 +404,9 @@ func (a *Agent) Elect(ctx context.Context) error {
 	}
 	if !v.HasMaster() {
 		return errors.New("ELECT_MASTER: the broker set still has no master")
+	}
+	if designate && v.MasterID != id {
+		return fmt.Errorf("ELECT_MASTER: broker %d is master, not the designated %d", v.MasterID, id)
 	}
 	a.apply(v, "election")
 	return nil

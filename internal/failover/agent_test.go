@@ -181,6 +181,7 @@ func waitRole(t *testing.T, a *Agent, role Role, epoch int32) {
 type testBroker struct {
 	agent *Agent
 	rep   *fakeReplica
+	srv   *transport.Server
 	addr  string
 	root  string
 }
@@ -206,7 +207,7 @@ func startBroker(t *testing.T, clk clock.Clock, ctlAddr, root string) *testBroke
 		a.Close()
 		srv.Close()
 	})
-	return &testBroker{agent: a, rep: rep, addr: addr.String(), root: root}
+	return &testBroker{agent: a, rep: rep, srv: srv, addr: addr.String(), root: root}
 }
 
 // TestFailoverAgainstController drives two brokers of one name against a

@@ -222,3 +222,148 @@ func Fenced(in LeaseInput) bool {
 	}
 	return in.Now.Sub(in.Renewed) >= in.Lease
 }
+
+// Epoch is one entry of an epoch table: an epoch and the CommitLog
+// offset its bytes start at.
+type Epoch struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// MemberLog is what a member of the sync-state set reported of its log
+// (GET_BROKER_EPOCH_CACHE): its epoch table and its CommitLog's end. A
+// member that did not answer is not Reachable.
+type MemberLog struct {
+	BrokerID  int64
+	Reachable bool
+	Epochs    []Epoch
+	MaxOffset int64
+}
+
+// ResumeInput is what the decision of a master restarted in its own
+// epoch reads: its own log, and each other member of the sync-state set.
+type ResumeInput struct {
+	Epochs  []Epoch // this broker's epoch table, oldest first
+	End     int64   // this broker's CommitLog end
+	Members []MemberLog
+	// TimedOut: the members still unreachable have been waited for long
+	// enough; they are left out of the decision.
+	TimedOut bool
+}
+
+// ResumeAction is what a restarted master does next.
+type ResumeAction int
+
+// Resume actions.
+const (
+	// ResumeServe: no member holds anything this broker lacks; take the
+	// master role.
+	ResumeServe ResumeAction = iota
+	// ResumeElect: member Elect holds bytes this broker lost; ask the
+	// controller to elect it (designated), and follow it as a slave.
+	ResumeElect
+	// ResumeWait: a member did not answer; ask again.
+	ResumeWait
+)
+
+func (a ResumeAction) String() string {
+	return [...]string{"serve", "elect", "wait"}[a]
+}
+
+// Resume is a restarted master's decision.
+type Resume struct {
+	Action ResumeAction
+	Elect  int64   // the member to elect (ResumeElect)
+	Ahead  []int64 // the members holding more than this broker, sorted
+	Silent []int64 // the members that did not answer, sorted
+}
+
+// lastHeld is the last epoch of es that holds a byte below end, and its
+// index (-1: none).
+func lastHeld(es []Epoch, end int64) int {
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].StartOffset < end {
+			return i
+		}
+	}
+	return -1
+}
+
+// Covers reports whether a log with epoch table es ending at end holds
+// every byte member m holds: m's last epoch that holds a byte is in es,
+// and es holds that epoch up to m's end. Logs of one broker set agree on
+// the bytes of an epoch they share (a slave truncates to the consistent
+// point before it appends), so what m holds before that epoch is held
+// too.
+func Covers(es []Epoch, end int64, m MemberLog) bool {
+	i := lastHeld(m.Epochs, m.MaxOffset)
+	if i < 0 {
+		return true // m holds nothing in any epoch
+	}
+	e := m.Epochs[i].Epoch
+	for j, own := range es {
+		if own.Epoch != e {
+			continue
+		}
+		held := end // the epoch's end here: the next epoch's start, or the log's end
+		if j+1 < len(es) {
+			held = min(held, es[j+1].StartOffset)
+		}
+		return held >= m.MaxOffset
+	}
+	return false
+}
+
+// DecideResume decides what a master that restarted and was named master
+// of its own epoch again does before it acknowledges anything. A member
+// of the sync-state set may hold more than it (it lost an unflushed tail
+// in a power cut, while the members hold every acknowledged message);
+// serving would make each of them cut its log to this broker's end in the
+// HA handshake. So:
+//
+//   - a member that did not answer, until TimedOut: wait and ask again;
+//   - a member holding bytes this broker lacks (Covers is false): elect
+//     the one holding the most: the latest epoch that holds a byte, then
+//     the largest end, then the lowest id;
+//   - otherwise serve.
+func DecideResume(in ResumeInput) Resume {
+	var out Resume
+	best := -1
+	rank := func(m MemberLog) (int32, int64) {
+		i := lastHeld(m.Epochs, m.MaxOffset)
+		if i < 0 {
+			return -1, m.MaxOffset
+		}
+		return m.Epochs[i].Epoch, m.MaxOffset
+	}
+	for k, m := range in.Members {
+		if !m.Reachable {
+			out.Silent = append(out.Silent, m.BrokerID)
+			continue
+		}
+		if Covers(in.Epochs, in.End, m) {
+			continue
+		}
+		out.Ahead = append(out.Ahead, m.BrokerID)
+		if best < 0 {
+			best = k
+			continue
+		}
+		be, bo := rank(in.Members[best])
+		me, mo := rank(m)
+		if me > be || me == be && (mo > bo || mo == bo && m.BrokerID < in.Members[best].BrokerID) {
+			best = k
+		}
+	}
+	slices.Sort(out.Silent)
+	slices.Sort(out.Ahead)
+	switch {
+	case len(out.Silent) > 0 && !in.TimedOut:
+		out.Action = ResumeWait
+	case best >= 0:
+		out.Action, out.Elect = ResumeElect, in.Members[best].BrokerID
+	default:
+		out.Action = ResumeServe
+	}
+	return out
+}

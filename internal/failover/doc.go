@@ -60,4 +60,26 @@
 // (internal/controller), so a master it never heard from has fenced
 // itself by then. An election an operator forces (ELECT_MASTER with
 // designateElect) does not wait for the lease.
+//
+// # A master restarted in its own epoch
+//
+// A master that restarts before the controllers count it dead is named
+// master of its own epoch again at registration. Its log may be shorter
+// than before (a power cut dropped the CommitLog's unflushed tail) while
+// the other members of its sync-state set hold every message it
+// acknowledged; serving would make each of them cut its log to this
+// broker's end in the HA handshake, and a new epoch would too. So when
+// the set has other members the broker takes no role yet (it stays
+// fenced, refuses sends and closes slave connections) and asks each
+// other member for its epoch table and end (GET_BROKER_EPOCH_CACHE, at
+// the addresses CONTROLLER_GET_SYNC_STATE_DATA names). It serves once
+// its own log covers every member's (DecideResume); when a member holds
+// more, it asks for that member's election (ELECT_MASTER with
+// designateElect=true, the member holding the most) and follows it as a
+// slave, its own log a prefix of the new master's. A member that does not
+// answer is asked again every brokerHeartbeatInterval for at most
+// controllerHeartBeatTimeoutMills (10 s by default, the time after which
+// the controllers count a silent broker dead), and then left out: a
+// master that lost its tail while every member holding it is down too
+// serves what it has.
 package failover

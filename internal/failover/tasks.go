@@ -19,6 +19,10 @@ func (a *Agent) apply(v View, source string) Action {
 	a.roleMu.Lock()
 	defer a.roleMu.Unlock()
 	act := DecideRole(a.local(), v)
+	if act == BecomeMaster && a.holds(v.MasterEpoch) {
+		a.log.Info("not master yet: the sync-state set's logs are being checked", "epoch", v.MasterEpoch, "source", source)
+		return Nothing
+	}
 	switch act {
 	case BecomeMaster, BecomeSlave:
 		// Nothing is acknowledged while the role changes.
