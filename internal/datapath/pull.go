@@ -121,6 +121,19 @@ func (d *Path) withPullExt(h *pullHeader, resp *remoting.Command) *remoting.Comm
 	return resp
 }
 
+// pullAnswer is a pull's answer (code SYSTEM_ERROR until the caller sets
+// it) with its four offset fields, written through an ExtWriter: the
+// answer and its fields cost one allocation, no map.
+func pullAnswer(req *remoting.Command, remark string, suggest, next, minOff, maxOff int64) *remoting.Command {
+	resp, w := remoting.NewResponseExt(req, remoting.SystemError, remark)
+	w.Int("suggestWhichBrokerId", suggest)
+	w.Int("nextBeginOffset", next)
+	w.Int("minOffset", minOff)
+	w.Int("maxOffset", maxOff)
+	w.Close()
+	return resp
+}
+
 // suggestion is a pull answer's suggestWhichBrokerId (suggestBroker): sg
 // is the pull's subscription group (nil: RocketMQ's defaults), res the
 // store's answer (nil when the pull did not read the store).
@@ -251,11 +264,7 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 		return remoting.NewResponse(req, remoting.SystemError, "store getMessage result is null"), nil, nil
 	}
 	d.flow.afterColdRead(cold, res)
-	resp = remoting.NewResponse(req, remoting.SystemError, res.Status.String())
-	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(d.suggestion(h, sg, res), 10))
-	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
-	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
-	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
+	resp = pullAnswer(req, res.Status.String(), d.suggestion(h, sg, res), res.NextBeginOffset, res.MinOffset, res.MaxOffset)
 	next := res.NextBeginOffset
 	switch res.Status {
 	case store.Found:
