@@ -88,7 +88,7 @@ func (d *Path) HandlePull(c *transport.Conn, req *remoting.Command) transport.Re
 	case res != nil:
 		// The records go out as the store's buffers, not joined into a
 		// new body; the transport releases them once written.
-		return transport.RespondPieces(resp, res.Buffers, res.Release)
+		return transport.RespondPiecesOf(resp, res.Buffers, res)
 	}
 	return transport.Respond(d.withPullExt(h, resp))
 }
@@ -163,7 +163,7 @@ func (d *Path) suggestion(h *pullHeader, sg *metadata.SubscriptionGroupConfig, r
 func (d *Path) answerRerun(r *transport.Responder, h *pullHeader) {
 	resp, res, _ := d.runPull(r.Conn(), r.Request(), h, false)
 	if res != nil {
-		r.ReplyPieces(resp, res.Buffers, res.Release)
+		r.ReplyPiecesOf(resp, res.Buffers, res)
 		return
 	}
 	d.replyLater(r, d.withPullExt(h, resp))

@@ -51,13 +51,18 @@ type outItem struct {
 	request bool
 	pieces  [][]byte
 	done    func()
+	owner   Releaser // released after done
 }
 
-// release calls the item's done function, if any.
+// release calls the item's done function and releases its owner, if any.
 func (it *outItem) release() {
 	if it.done != nil {
 		it.done()
 		it.done = nil
+	}
+	if it.owner != nil {
+		it.owner.Release()
+		it.owner = nil
 	}
 }
 

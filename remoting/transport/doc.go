@@ -59,7 +59,9 @@
 // more with nothing buffered before it, sent with the header in one
 // writev. Their done function runs exactly once when the slices are no
 // longer needed (written, or the answer dropped because the request was
-// oneway or the connection closed), so the owner releases them there:
+// oneway or the connection closed), so the owner releases them there
+// (RespondPiecesOf and ReplyPiecesOf take the owner itself, a Releaser,
+// which spares the method value's allocation):
 //
 //	frame = [len][hdrlen][header][resp.Body][piece 0][piece 1]...[piece n-1]
 //	        len = 4 + hdrlen + len(resp.Body) + sum(len(piece i))
