@@ -36,6 +36,13 @@ type ClientConfig struct {
 	// signs its own requests with its inner credentials here). It must not
 	// block.
 	Prepare func(req *remoting.Command)
+	// InlineResponses leaves the ext fields of the responses the client
+	// reads in their inline table (remoting.ReadCommandInline) instead of
+	// building ExtFields for each: the caller reads them with
+	// Command.LookupExt and Command.Ext (ExtMap builds the map). For
+	// callers that never touch ExtFields directly, such as load
+	// generators; the map is built by default.
+	InlineResponses bool
 }
 
 // Client sends requests to servers, one connection per address, dialed on
@@ -134,6 +141,8 @@ func (cl *Client) dial(ctx context.Context, addr string, e *clientConn) {
 		maxFrame: cl.cfg.MaxFrameSize,
 		logger:   cl.cfg.Logger,
 		dispatch: cl.dispatch,
+		// responses keep their fields inline when asked to
+		inlineResponses: cl.cfg.InlineResponses,
 		onClose: func(c *Conn) {
 			cl.mu.Lock()
 			if cl.conns[addr] == e {

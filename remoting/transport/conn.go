@@ -99,6 +99,9 @@ type connConfig struct {
 	onClose        func(c *Conn)
 	// onReply observes answers (Server.OnReply); nil on client conns.
 	onReply *ReplyObserver
+	// inlineResponses leaves responses' ext fields in their inline table
+	// (ClientConfig.InlineResponses).
+	inlineResponses bool
 }
 
 // Conn is one TCP connection carrying commands both ways.
@@ -325,7 +328,9 @@ func (c *Conn) readLoop() {
 			return
 		}
 		if cmd.IsResponse() {
-			cmd.ExtMap()
+			if !c.cfg.inlineResponses {
+				cmd.ExtMap()
+			}
 			c.complete(cmd)
 			continue
 		}

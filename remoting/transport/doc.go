@@ -73,8 +73,9 @@
 // its code. Codes declared with Server.ReadsExtInline reach their handler
 // that way (no map is built; the handler reads with Command.LookupExt and
 // Command.Ext); every other request, every request while an Authorize hook
-// is set, every response and every server-initiated request on a client
-// has its ExtFields map built first. The header text the table points
+// is set, every response (unless its client was made with
+// InlineResponses) and every server-initiated request on a client has its
+// ExtFields map built first. The header text the table points
 // into is the one string the header is decoded from, so the fields belong
 // to the handler for good, as the map's strings do.
 //
