@@ -34,6 +34,9 @@ type sendTarget struct {
 	// propsBuf holds the header's properties with room for what sendPlain
 	// appends (see parseSendHeaderInto); nil when not read that way.
 	propsBuf []byte
+	// rs is the responder of a single send, answered from the store's
+	// completion (Conn.DeferIn): it comes with the target's allocation.
+	rs transport.Responder
 }
 
 // HandleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
@@ -173,17 +176,18 @@ func (d *Path) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarge
 		return transport.Respond(resp)
 	}
 	m.PropertiesString = message.EncodeProperties(props)
-	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx])
+	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx], &t.rs)
 }
 
 // putSingle stores a single message whose PropertiesString is final and
-// answers from the store's completion.
-func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string) transport.Reply {
+// answers from the store's completion, through the responder placed in
+// rs (a zero Responder of the caller's; nil: one of its own).
+func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string, rsIn *transport.Responder) transport.Reply {
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
 	}
-	rs := c.Defer(req)
+	rs := c.DeferIn(rsIn, req)
 	start := putStart()
 	err := d.PutMessage(m, func(r store.PutResult) {
 		d.countPut(m.Topic, r)
@@ -304,7 +308,7 @@ func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget
 	// buf is never written again; the bytes before len(ps.s) were never
 	// written after ps.s was made from them.
 	m.PropertiesString = unsafe.String(unsafe.SliceData(buf), len(buf))
-	return d.putSingle(c, req, m, t.queueID, ps.uniq)
+	return d.putSingle(c, req, m, t.queueID, ps.uniq, &t.rs)
 }
 
 // plainPropertiesRoom is what sendPlain appends to a client's properties at
@@ -436,7 +440,7 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 		Members:        members,
 	}
 	qid := t.queueID
-	rs := c.Defer(req)
+	rs := c.DeferIn(&t.rs, req)
 	start := putStart()
 	d.store.PutMessages(batch, d.replicated(true, func(r store.PutResult) {
 		d.countPut(h.topic, r)

@@ -116,6 +116,22 @@ func (c *Conn) Defer(req *remoting.Command) *Responder {
 	return r
 }
 
+// DeferIn is Defer with the Responder placed in r: memory of the
+// handler's own (a field of the state it allocates for the request
+// anyway), so that answering later costs no allocation of its own. r must
+// be a zero Responder, used for this one request and never copied; one
+// already used gets a Responder of its own, as from Defer.
+func (c *Conn) DeferIn(r *Responder, req *remoting.Command) *Responder {
+	if r == nil || r.c != nil {
+		return c.Defer(req)
+	}
+	r.c, r.req = c, req
+	if c.cfg.onReply != nil {
+		r.start = time.Now()
+	}
+	return r
+}
+
 // Conn returns the connection the request came on.
 func (r *Responder) Conn() *Conn { return r.c }
 
