@@ -271,7 +271,7 @@ func (d *Path) innerFromSend(c *transport.Conn, req *remoting.Command, t *sendTa
 		Body:           req.Body,
 		SysFlag:        h.sysFlag,
 		BornTimestamp:  h.bornTimestamp,
-		BornHost:       message.AddrFromNet(c.RemoteAddr()),
+		BornHost:       message.AddrOfConn(c.RemoteAddr()),
 		StoreHost:      d.storeHost(),
 		ReconsumeTimes: h.reconsumeTimes,
 	}
@@ -434,7 +434,7 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 		QueueID:        t.queueID,
 		SysFlag:        sysFlag,
 		BornTimestamp:  h.bornTimestamp,
-		BornHost:       message.AddrFromNet(c.RemoteAddr()),
+		BornHost:       message.AddrOfConn(c.RemoteAddr()),
 		StoreHost:      d.storeHost(),
 		ReconsumeTimes: h.reconsumeTimes,
 		Members:        members,
