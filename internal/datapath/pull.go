@@ -44,8 +44,18 @@ type pullHeader struct {
 }
 
 func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
+	h := &pullHeader{}
+	if err := parsePullHeaderInto(req, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// parsePullHeaderInto is parsePullHeader into h: a pull that is not held
+// keeps its header on the handler's stack.
+func parsePullHeaderInto(req *remoting.Command, h *pullHeader) error {
 	r := processor.NewHeader(req)
-	h := &pullHeader{
+	*h = pullHeader{
 		consumerGroup:        r.Str("consumerGroup", true),
 		topic:                r.Str("topic", true),
 		queueID:              r.I32("queueId", true, 0),
@@ -60,12 +70,18 @@ func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
 		maxMsgBytes:          r.I32("maxMsgBytes", false, math.MaxInt32),
 	}
 	if r.Err() != nil {
-		return nil, r.Err()
+		return r.Err()
 	}
 	if h.expressionType == "" {
 		h.expressionType = clients.ExprTag
 	}
-	return h, nil
+	return nil
+}
+
+// heldHeader is the copy of a pull's header that a held pull keeps.
+func heldHeader(h *pullHeader) *pullHeader {
+	c := *h
+	return &c
 }
 
 // HandlePull serves PULL_MESSAGE and LITE_PULL_MESSAGE. A pull that finds
@@ -74,8 +90,9 @@ func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
 // its responder; no worker waits for it, and its re-run goes through the
 // pull executor it came from.
 func (d *Path) HandlePull(c *transport.Conn, req *remoting.Command) transport.Reply {
-	h, err := parsePullHeader(req)
-	if err != nil {
+	var hv pullHeader
+	h := &hv
+	if err := parsePullHeaderInto(req, h); err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
 	if resp := d.slavePullRefusal(req); resp != nil {
@@ -253,7 +270,7 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 		// room (a timer, not a worker), or answer an empty retry.
 		if firstRun && !d.stopping() {
 			held = c.Defer(req)
-			d.holdColdPull(held, h, cold.wait)
+			d.holdColdPull(held, heldHeader(h), cold.wait)
 			d.commitPullOffset(h, firstRun)
 			return nil, nil, held
 		}
@@ -299,7 +316,7 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 		}
 		if timeout > 0 {
 			held = c.Defer(req)
-			d.longPoll.Suspend(&longpoll.Pull{Responder: held, Topic: h.topic, QueueID: h.queueID, Offset: h.queueOffset, Header: h}, millis(timeout))
+			d.longPoll.Suspend(&longpoll.Pull{Responder: held, Topic: h.topic, QueueID: h.queueID, Offset: h.queueOffset, Header: heldHeader(h)}, millis(timeout))
 			d.commitPullOffset(h, firstRun)
 			return nil, nil, held
 		}
