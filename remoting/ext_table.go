@@ -286,6 +286,17 @@ func NewResponseExt(req *Command, code int32, remark string) (*Command, ExtWrite
 	return &rt.cmd, ExtWriter{cmd: &rt.cmd, wt: &rt.wt, buf: rt.wt.buf[:0]}
 }
 
+// NewResponseExtSize is NewResponseExt for fields of about size bytes of
+// keys and values: beyond the 192 bytes that come with the answer, the
+// buffer is allocated once at that size instead of growing.
+func NewResponseExtSize(req *Command, code int32, remark string, size int) (*Command, ExtWriter) {
+	cmd, w := NewResponseExt(req, code, remark)
+	if size > writerBuf {
+		w.buf = make([]byte, 0, size)
+	}
+	return cmd, w
+}
+
 // ExtWithRoom returns ext field k's value v and a buffer holding the same
 // bytes (len(v)) with room more bytes of capacity, from one allocation:
 // appending to buf never changes v, so a caller can build a longer value

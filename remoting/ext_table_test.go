@@ -267,6 +267,27 @@ func TestNewResponseExt(t *testing.T) {
 	}
 }
 
+// NewResponseExtSize holds a long field (a batch's msgId) in two
+// allocations whatever its length, and the field reads back whole.
+func TestNewResponseExtSize(t *testing.T) {
+	req := &Command{Code: SendBatchMessage, Opaque: 7}
+	long := strings.Repeat("7F00000100002A9F0000000000012345,", 64)
+	var resp *Command
+	allocs := testing.AllocsPerRun(100, func() {
+		var w ExtWriter
+		resp, w = NewResponseExtSize(req, Success, "", len(long)+64)
+		w.Append("msgId", func(dst []byte) []byte { return append(dst, long...) })
+		w.Int("queueOffset", 5)
+		w.Close()
+	})
+	if allocs > 2 {
+		t.Errorf("%.0f allocations, want 2", allocs)
+	}
+	if resp.Ext("msgId") != long || resp.Ext("queueOffset") != "5" || resp.ExtFields != nil {
+		t.Errorf("fields msgId of %d bytes, queueOffset %q, map %v", len(resp.Ext("msgId")), resp.Ext("queueOffset"), resp.ExtFields)
+	}
+}
+
 func TestExtWithRoom(t *testing.T) {
 	for _, s := range serializations {
 		req := sendMessageRequest(s.st)

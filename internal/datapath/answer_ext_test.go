@@ -74,7 +74,7 @@ func TestSendAnswerFieldsMatchTheMap(t *testing.T) {
 		for _, c := range []struct {
 			uniq    string
 			offsets []int64
-		}{{"7F0000010001000000000001", []int64{4096}}, {"", []int64{0}}, {"AC11", []int64{1, 2, 3}}} {
+		}{{"7F0000010001000000000001", []int64{4096}}, {"", []int64{0}}, {"AC11", []int64{1, 2, 3}}, {"", batchOffsets(32)}} {
 			req := &remoting.Command{Code: remoting.SendMessage, Opaque: 9}
 			r := store.PutResult{Status: store.PutOK, WroteOffset: c.offsets[0], QueueOffset: 42}
 			typed := d.sendResponse(req, r, 3, c.uniq, c.offsets)
@@ -97,4 +97,12 @@ func TestSendAnswerFieldsMatchTheMap(t *testing.T) {
 			sameOnTheWire(t, typed, mapped)
 		}
 	}
+}
+
+func batchOffsets(n int) []int64 {
+	offs := make([]int64, n)
+	for i := range offs {
+		offs[i] = int64(i) * 1100
+	}
+	return offs
 }

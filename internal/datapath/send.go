@@ -405,7 +405,7 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 	if message.TransactionValue(h.sysFlag) != message.TransactionNotType {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, "batch message does not support transaction"))
 	}
-	if DelayLevelOf(message.DecodeProperties(h.properties)) > 0 {
+	if delayLevelOfString(h.properties) > 0 {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, "batch message does not support delay level (DELAY)"))
 	}
 	if limit := d.config().MaxMessageSize; limit > 0 && len(req.Body) > limit {
@@ -497,7 +497,9 @@ func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID in
 	cfg := d.config()
 	// The fields' text goes into one buffer allocated with the answer
 	// (the offsetMsgIds and numbers formatted in place).
-	resp, w := remoting.NewResponseExt(req, code, remark)
+	// A batch's msgId holds an id of 32 characters and a comma per member.
+	size := 128 + 33*len(offsets) + len(uniq) + len(cfg.RegionID)
+	resp, w := remoting.NewResponseExtSize(req, code, remark, size)
 	w.Append("msgId", func(dst []byte) []byte {
 		host := d.storeHost()
 		for i, off := range offsets {
