@@ -303,12 +303,26 @@ func NewResponseExtSize(req *Command, code int32, remark string, size int) (*Com
 // (a message's properties with the broker's appended) in place. A JSON
 // value written with escapes is unescaped straight into the buffer.
 func (c *Command) ExtWithRoom(k string, room int) (v string, buf []byte, ok bool) {
+	return c.ExtWithRoomIn(k, room, nil)
+}
+
+// ExtWithRoomIn is ExtWithRoom using scratch (from its start) as the
+// buffer when its capacity holds the value and room, so that a caller
+// with memory of its own for the value allocates nothing; v then aliases
+// scratch, which must not be written again below len(buf).
+func (c *Command) ExtWithRoomIn(k string, room int, scratch []byte) (v string, buf []byte, ok bool) {
+	grab := func(n int) []byte {
+		if n <= cap(scratch) {
+			return scratch[:0]
+		}
+		return make([]byte, 0, n)
+	}
 	t := c.liveTable()
 	if t == nil {
 		if v, ok = c.ExtFields[k]; !ok {
 			return "", nil, false
 		}
-		buf = append(make([]byte, 0, len(v)+room), v...)
+		buf = append(grab(len(v)+room), v...)
 	} else {
 		var e *extSpan
 		for i := int(t.n) - 1; i >= 0; i-- {
@@ -320,7 +334,7 @@ func (c *Command) ExtWithRoom(k string, room int) (v string, buf []byte, ok bool
 		if e == nil {
 			return "", nil, false
 		}
-		buf = make([]byte, 0, int(e.v1-e.v0)+room)
+		buf = grab(int(e.v1-e.v0) + room)
 		if e.esc {
 			d := jsonDecoder{s: t.src}
 			buf, _ = d.appendStr(buf, int(e.v0), int(e.v0)) // validated when read

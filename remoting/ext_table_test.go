@@ -317,6 +317,23 @@ func TestExtWithRoom(t *testing.T) {
 			if allocs != 1 {
 				t.Errorf("%s inline %v: %.0f allocations, want 1", s.name, inline, allocs)
 			}
+			// With scratch: the same value, in scratch when it fits (a JSON
+			// value with escapes asks for its escaped length), without an
+			// allocation; in a buffer of its own when it does not.
+			want := req.ExtFields["properties"]
+			big := 6*len(want) + 64
+			for _, size := range []int{big, len(want) + 63, 0} {
+				scratch := make([]byte, 0, size)
+				v, buf, ok := cmd.ExtWithRoomIn("properties", 64, scratch)
+				inScratch := size > 0 && cap(buf) > 0 && &buf[:1][0] == &scratch[:1][0]
+				if !ok || v != want || string(buf) != want || cap(buf) < len(want)+64 || inScratch != (size == big) {
+					t.Fatalf("%s inline %v: ExtWithRoomIn with %d bytes = %q (cap %d, in scratch %v), %v", s.name, inline, size, v, cap(buf), inScratch, ok)
+				}
+			}
+			scratch := make([]byte, 0, big)
+			if allocs := testing.AllocsPerRun(50, func() { cmd.ExtWithRoomIn("properties", 64, scratch) }); allocs != 0 {
+				t.Errorf("%s inline %v: %.0f allocations with scratch, want 0", s.name, inline, allocs)
+			}
 		}
 	}
 }

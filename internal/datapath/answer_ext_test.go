@@ -95,6 +95,12 @@ func TestSendAnswerFieldsMatchTheMap(t *testing.T) {
 			mapped.SetExt(message.PropertyMsgRegion, cfg.RegionID)
 			mapped.SetExt(message.PropertyTraceSwitch, strconv.FormatBool(cfg.TraceOn))
 			sameOnTheWire(t, typed, mapped)
+			// A single send's answer is one allocation, fields included.
+			if len(c.offsets) == 1 {
+				if n := testing.AllocsPerRun(50, func() { d.sendResponse(req, r, 3, c.uniq, c.offsets) }); n > 1 {
+					t.Errorf("a single send's answer costs %.0f allocations, want 1", n)
+				}
+			}
 		}
 	}
 }

@@ -37,7 +37,15 @@ type sendTarget struct {
 	// rs is the responder of a single send, answered from the store's
 	// completion (Conn.DeferIn): it comes with the target's allocation.
 	rs transport.Responder
+	// props is the room for propsBuf of a single send's usual properties
+	// (a client's few and the broker's), so they come with the target too.
+	props [plainPropsScratch]byte
 }
+
+// plainPropsScratch is the room for a single send's stored properties in
+// its target: a client's tags, keys and UNIQ_KEY with the broker's
+// additions fit; longer ones get a buffer of their own.
+const plainPropsScratch = 320
 
 // HandleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
 // It answers validation failures at once; a message that reaches the store
@@ -49,7 +57,11 @@ func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Re
 		room = plainPropertiesRoom(d.config())
 	}
 	var err error
-	if t.propsBuf, err = parseSendHeaderInto(req, d.nowMillis, &t.hdr, room); err != nil {
+	var scratch []byte
+	if room > 0 {
+		scratch = t.props[:0]
+	}
+	if t.propsBuf, err = parseSendHeaderIn(req, d.nowMillis, &t.hdr, room, scratch); err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
 	t.h = &t.hdr
@@ -497,8 +509,10 @@ func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID in
 	cfg := d.config()
 	// The fields' text goes into one buffer allocated with the answer
 	// (the offsetMsgIds and numbers formatted in place).
-	// A batch's msgId holds an id of 32 characters and a comma per member.
-	size := 128 + 33*len(offsets) + len(uniq) + len(cfg.RegionID)
+	// The keys, the numbers and TRACE_ON take at most 96 bytes; msgId
+	// holds an id of 32 characters and a comma per member of a batch. A
+	// single send's fields fit the room that comes with the answer.
+	size := 96 + 33*len(offsets) + len(uniq) + len(cfg.RegionID)
 	resp, w := remoting.NewResponseExtSize(req, code, remark, size)
 	w.Append("msgId", func(dst []byte) []byte {
 		host := d.storeHost()
