@@ -32,6 +32,33 @@ type extTable struct {
 	n    uint8
 	live bool // the fields are in the table, ExtFields is not built
 	tab  [ExtTableCap]extSpan
+	// text, when set, is room in the command's allocation for its header
+	// text (ReadCommandCompact).
+	text *[compactText]byte
+}
+
+// compactText is the longest header ReadCommandCompact keeps in the
+// command's own allocation.
+const compactText = 320
+
+// commandWithText is a command, its inline table and its header text in
+// one allocation.
+type commandWithText struct {
+	cmd  Command
+	tab  extTable
+	text [compactText]byte
+}
+
+// headerString returns hdr as a string: in the command's own room when it
+// has room for it, else a new string.
+func headerString(hdr []byte, cmd *Command) string {
+	if t := cmd.ext; t != nil && t.text != nil && len(hdr) > 0 && len(hdr) <= compactText {
+		room := t.text
+		t.text = nil // the room is used once
+		n := copy(room[:], hdr)
+		return unsafe.String(&room[0], n)
+	}
+	return string(hdr)
 }
 
 // commandWithTable is a command and its inline table in one allocation.
@@ -45,6 +72,20 @@ type commandWithTable struct {
 func newCommand(t SerializeType, inline bool) *Command {
 	if !inline {
 		return &Command{Serialize: t}
+	}
+	return newInlineCommand(t, 0)
+}
+
+// newInlineCommand returns a command with room for the inline table and,
+// when the header of h bytes fits compactText and compact is asked for
+// (h > 0), for its text.
+func newInlineCommand(t SerializeType, h int) *Command {
+	if h > 0 && h <= compactText {
+		ct := &commandWithText{}
+		ct.cmd.Serialize = t
+		ct.tab.text = &ct.text
+		ct.cmd.ext = &ct.tab
+		return &ct.cmd
 	}
 	ct := &commandWithTable{}
 	ct.cmd.Serialize = t

@@ -26,10 +26,20 @@ func assertInlineAgrees(t *testing.T, frame []byte) {
 	if (err == nil) != (err3 == nil) {
 		t.Fatalf("DecodeFrame err %v, ReadCommandInline err %v", err, err3)
 	}
+	// ReadCommandCompact, with the header read through the reader's buffer
+	// and through the scratch buffer, accepts and refuses the same frames.
+	var compact []*Command
+	for _, size := range []int{16, 4096} {
+		c, err4 := ReadCommandCompact(bufio.NewReaderSize(bytes.NewReader(prefixed), size), 0)
+		if (err == nil) != (err4 == nil) {
+			t.Fatalf("DecodeFrame err %v, ReadCommandCompact (buffer %d) err %v", err, size, err4)
+		}
+		compact = append(compact, c)
+	}
 	if err != nil {
 		return
 	}
-	for _, c := range []*Command{got, read} {
+	for _, c := range append([]*Command{got, read}, compact...) {
 		if c.Code != want.Code || c.Language != want.Language || c.Version != want.Version || c.Opaque != want.Opaque ||
 			c.Flag != want.Flag || c.Remark != want.Remark || c.Serialize != want.Serialize || !bytes.Equal(c.Body, want.Body) {
 			t.Fatalf("header mismatch\n got %+v\nwant %+v", c, want)
@@ -334,6 +344,52 @@ func TestExtWithRoom(t *testing.T) {
 			if allocs := testing.AllocsPerRun(50, func() { cmd.ExtWithRoomIn("properties", 64, scratch) }); allocs != 0 {
 				t.Errorf("%s inline %v: %.0f allocations with scratch, want 0", s.name, inline, allocs)
 			}
+		}
+	}
+}
+
+// ReadCommandCompact keeps a short header in the command's allocation:
+// one allocation fewer than ReadCommandInline, and the fields stay intact
+// when the reader's buffer is reused for the next frames.
+func TestReadCommandCompact(t *testing.T) {
+	for _, s := range serializations {
+		resp := &Command{Code: Success, Language: "JAVA", Version: CurrentVersion, Opaque: 1, Flag: FlagResponse, Remark: "FOUND", Serialize: s.st,
+			ExtFields: map[string]string{"suggestWhichBrokerId": "0", "nextBeginOffset": "64", "minOffset": "0", "maxOffset": "128"}}
+		var stream []byte
+		for i := range 3 {
+			resp.Opaque = int32(i)
+			resp.ExtFields["nextBeginOffset"] = fmt.Sprint(64 + i)
+			f, _ := Encode(resp)
+			stream = append(stream, f...)
+		}
+		br := bufio.NewReaderSize(bytes.NewReader(stream), 64<<10)
+		var got []*Command
+		for range 3 {
+			c, err := ReadCommandCompact(br, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, c)
+		}
+		for i, c := range got {
+			if c.Opaque != int32(i) || c.Remark != "FOUND" || c.Ext("nextBeginOffset") != fmt.Sprint(64+i) || c.Ext("maxOffset") != "128" || c.ExtFields != nil {
+				t.Errorf("%s: frame %d read back as %+v, nextBeginOffset %q", s.name, i, c, c.Ext("nextBeginOffset"))
+			}
+		}
+		frame := stream[:len(stream)/3]
+		rd := bytes.NewReader(frame)
+		br = bufio.NewReaderSize(rd, 4096)
+		count := func(read func(*bufio.Reader, int) (*Command, error)) float64 {
+			return testing.AllocsPerRun(50, func() {
+				rd.Reset(frame)
+				br.Reset(rd)
+				if _, err := read(br, 0); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		if inline, compact := count(ReadCommandInline), count(ReadCommandCompact); compact != inline-1 {
+			t.Errorf("%s: %.0f allocations compact, %.0f inline; want one fewer", s.name, compact, inline)
 		}
 	}
 }

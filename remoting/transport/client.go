@@ -39,9 +39,12 @@ type ClientConfig struct {
 	// InlineResponses leaves the ext fields of the responses the client
 	// reads in their inline table (remoting.ReadCommandInline) instead of
 	// building ExtFields for each: the caller reads them with
-	// Command.LookupExt and Command.Ext (ExtMap builds the map). For
-	// callers that never touch ExtFields directly, such as load
-	// generators; the map is built by default.
+	// Command.LookupExt and Command.Ext (ExtMap builds the map), and a
+	// short header's text comes with the command's allocation
+	// (remoting.ReadCommandCompact), so a field kept keeps the whole
+	// command alive. For callers that never touch ExtFields directly and
+	// keep nothing of an answer, such as load generators; the map is
+	// built by default.
 	InlineResponses bool
 }
 

@@ -322,7 +322,11 @@ func (c *Conn) readLoop() {
 		}
 		// Requests keep their ext fields inline until the dispatcher
 		// knows whether their handler wants the map.
-		cmd, err := remoting.ReadCommandInline(c.br, c.cfg.maxFrame)
+		read := remoting.ReadCommandInline
+		if c.cfg.inlineResponses {
+			read = remoting.ReadCommandCompact // the client's owner keeps no field
+		}
+		cmd, err := read(c.br, c.cfg.maxFrame)
 		if err != nil {
 			reason = err
 			return
