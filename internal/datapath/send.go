@@ -34,8 +34,8 @@ type sendTarget struct {
 	// propsBuf holds the header's properties with room for what sendPlain
 	// appends (see parseSendHeaderInto); nil when not read that way.
 	propsBuf []byte
-	// rs is the responder of a single send, answered from the store's
-	// completion (Conn.DeferIn): it comes with the target's allocation.
+	// rs is the send's responder, answered from the store's completion
+	// (Conn.DeferIn): it comes with the target's allocation.
 	rs transport.Responder
 	// props is the room for propsBuf of a single send's usual properties
 	// (a client's few and the broker's), so they come with the target too.
@@ -508,8 +508,8 @@ func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID in
 	}
 	cfg := d.config()
 	// The fields' text goes into one buffer allocated with the answer
-	// (the offsetMsgIds and numbers formatted in place).
-	// The keys, the numbers and TRACE_ON take at most 96 bytes; msgId
+	// (the offsetMsgIds and numbers formatted in place). The keys, the
+	// numbers and TRACE_ON take at most 96 bytes; msgId
 	// holds an id of 32 characters and a comma per member of a batch. A
 	// single send's fields fit the room that comes with the answer.
 	size := 96 + 33*len(offsets) + len(uniq) + len(cfg.RegionID)
