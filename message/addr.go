@@ -24,6 +24,22 @@ func AddrFromNet(a net.Addr) Addr {
 	return Addr{}
 }
 
+// AddrOfConn is AddrFromNet for a connection's address, which nothing
+// changes: the IP of a TCP address aliases a's bytes instead of being
+// copied, so a send's born host costs no allocation. The result must not
+// be written to.
+func AddrOfConn(a net.Addr) Addr {
+	if t, ok := a.(*net.TCPAddr); ok {
+		if v4 := t.IP.To4(); v4 != nil {
+			return Addr{IP: v4, Port: int32(t.Port)}
+		}
+		if len(t.IP) == net.IPv6len {
+			return Addr{IP: t.IP, Port: int32(t.Port)}
+		}
+	}
+	return AddrFromNet(a)
+}
+
 func addrFromIP(ip net.IP, port int) Addr {
 	if v4 := ip.To4(); v4 != nil {
 		return Addr{IP: append([]byte(nil), v4...), Port: int32(port)}

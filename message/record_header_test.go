@@ -306,6 +306,13 @@ func TestAddr(t *testing.T) {
 	if a := AddrFromNet(nil); a.IP != nil {
 		t.Fatalf("AddrFromNet(nil) = %v", a)
 	}
+	// AddrOfConn gives what AddrFromNet gives, for every kind of address.
+	for _, a := range []net.Addr{&net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5}, &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3).To4(), Port: 9},
+		&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 7}, &net.TCPAddr{Port: 3}, &net.UDPAddr{IP: net.ParseIP("1.2.3.4"), Port: 1}, nil} {
+		if got, want := AddrOfConn(a), AddrFromNet(a); got.String() != want.String() || len(got.IP) != len(want.IP) {
+			t.Errorf("AddrOfConn(%v) = %v (%d bytes), AddrFromNet %v (%d bytes)", a, got, len(got.IP), want, len(want.IP))
+		}
+	}
 }
 
 func u32(v int32) uint32 { return uint32(v) }

@@ -175,7 +175,17 @@ func decodeFrame(frame []byte, inline bool) (*Command, error) {
 // allocated; the body is allocated exactly. It returns io.EOF only when r
 // ends cleanly between frames, io.ErrUnexpectedEOF inside a frame.
 func ReadCommand(r *bufio.Reader, maxFrame int) (*Command, error) {
-	return readCommand(r, maxFrame, false)
+	return readCommand(r, maxFrame, false, false)
+}
+
+// ReadCommandCompact is ReadCommandInline with a header of up to 320
+// bytes copied into the command's own allocation instead of a string of
+// its own: one allocation fewer per frame, but any field kept (a key, a
+// value, the remark) keeps the whole command and its body alive. It is for
+// readers that let go of a command when they are done with it, such as a
+// load generator reading its answers.
+func ReadCommandCompact(r *bufio.Reader, maxFrame int) (*Command, error) {
+	return readCommand(r, maxFrame, true, true)
 }
 
 // ReadCommandInline reads one frame as ReadCommand does and accepts and
@@ -187,7 +197,7 @@ func ReadCommand(r *bufio.Reader, maxFrame int) (*Command, error) {
 // written with escapes gets the map at once, as does a JSON header with
 // more than one extFields key.
 func ReadCommandInline(r *bufio.Reader, maxFrame int) (*Command, error) {
-	return readCommand(r, maxFrame, true)
+	return readCommand(r, maxFrame, true, false)
 }
 
 // DecodeFrameInline is DecodeFrame with the ext fields left in the
@@ -196,7 +206,7 @@ func DecodeFrameInline(frame []byte) (*Command, error) {
 	return decodeFrame(frame, true)
 }
 
-func readCommand(r *bufio.Reader, maxFrame int, inline bool) (*Command, error) {
+func readCommand(r *bufio.Reader, maxFrame int, inline, compact bool) (*Command, error) {
 	if maxFrame <= 0 {
 		maxFrame = MaxFrameSize
 	}
@@ -228,7 +238,12 @@ func readCommand(r *bufio.Reader, maxFrame int, inline bool) (*Command, error) {
 	if _, err := r.Discard(prefixLen); err != nil {
 		return nil, err
 	}
-	cmd := newCommand(t, inline)
+	var cmd *Command
+	if compact {
+		cmd = newInlineCommand(t, h)
+	} else {
+		cmd = newCommand(t, inline)
+	}
 	if h <= r.Size() {
 		hdr, err := r.Peek(h)
 		if err != nil {

@@ -41,6 +41,9 @@
 // of the header text in the command's inline table instead of a map, for
 // handlers that read them with Command.LookupExt; Command.ExtMap builds
 // the map on demand, and the encoders write either form.
+// ReadCommandCompact also copies a header of up to 320 bytes into the
+// command's own allocation, for readers that keep no field of a command
+// once done with it (a field kept keeps the whole command alive).
 //
 // # ROCKETMQ header
 //

@@ -32,6 +32,33 @@ type extTable struct {
 	n    uint8
 	live bool // the fields are in the table, ExtFields is not built
 	tab  [ExtTableCap]extSpan
+	// text, when set, is room in the command's allocation for its header
+	// text (ReadCommandCompact).
+	text *[compactText]byte
+}
+
+// compactText is the longest header ReadCommandCompact keeps in the
+// command's own allocation.
+const compactText = 320
+
+// commandWithText is a command, its inline table and its header text in
+// one allocation.
+type commandWithText struct {
+	cmd  Command
+	tab  extTable
+	text [compactText]byte
+}
+
+// headerString returns hdr as a string: in the command's own room when it
+// has room for it, else a new string.
+func headerString(hdr []byte, cmd *Command) string {
+	if t := cmd.ext; t != nil && t.text != nil && len(hdr) > 0 && len(hdr) <= compactText {
+		room := t.text
+		t.text = nil // the room is used once
+		n := copy(room[:], hdr)
+		return unsafe.String(&room[0], n)
+	}
+	return string(hdr)
 }
 
 // commandWithTable is a command and its inline table in one allocation.
@@ -45,6 +72,20 @@ type commandWithTable struct {
 func newCommand(t SerializeType, inline bool) *Command {
 	if !inline {
 		return &Command{Serialize: t}
+	}
+	return newInlineCommand(t, 0)
+}
+
+// newInlineCommand returns a command with room for the inline table and,
+// when the header of h bytes fits compactText and compact is asked for
+// (h > 0), for its text.
+func newInlineCommand(t SerializeType, h int) *Command {
+	if h > 0 && h <= compactText {
+		ct := &commandWithText{}
+		ct.cmd.Serialize = t
+		ct.tab.text = &ct.text
+		ct.cmd.ext = &ct.tab
+		return &ct.cmd
 	}
 	ct := &commandWithTable{}
 	ct.cmd.Serialize = t
@@ -286,18 +327,43 @@ func NewResponseExt(req *Command, code int32, remark string) (*Command, ExtWrite
 	return &rt.cmd, ExtWriter{cmd: &rt.cmd, wt: &rt.wt, buf: rt.wt.buf[:0]}
 }
 
+// NewResponseExtSize is NewResponseExt for fields of about size bytes of
+// keys and values: beyond the 192 bytes that come with the answer, the
+// buffer is allocated once at that size instead of growing.
+func NewResponseExtSize(req *Command, code int32, remark string, size int) (*Command, ExtWriter) {
+	cmd, w := NewResponseExt(req, code, remark)
+	if size > writerBuf {
+		w.buf = make([]byte, 0, size)
+	}
+	return cmd, w
+}
+
 // ExtWithRoom returns ext field k's value v and a buffer holding the same
 // bytes (len(v)) with room more bytes of capacity, from one allocation:
 // appending to buf never changes v, so a caller can build a longer value
 // (a message's properties with the broker's appended) in place. A JSON
 // value written with escapes is unescaped straight into the buffer.
 func (c *Command) ExtWithRoom(k string, room int) (v string, buf []byte, ok bool) {
+	return c.ExtWithRoomIn(k, room, nil)
+}
+
+// ExtWithRoomIn is ExtWithRoom using scratch (from its start) as the
+// buffer when its capacity holds the value and room, so that a caller
+// with memory of its own for the value allocates nothing; v then aliases
+// scratch, which must not be written again below len(buf).
+func (c *Command) ExtWithRoomIn(k string, room int, scratch []byte) (v string, buf []byte, ok bool) {
+	grab := func(n int) []byte {
+		if n <= cap(scratch) {
+			return scratch[:0]
+		}
+		return make([]byte, 0, n)
+	}
 	t := c.liveTable()
 	if t == nil {
 		if v, ok = c.ExtFields[k]; !ok {
 			return "", nil, false
 		}
-		buf = append(make([]byte, 0, len(v)+room), v...)
+		buf = append(grab(len(v)+room), v...)
 	} else {
 		var e *extSpan
 		for i := int(t.n) - 1; i >= 0; i-- {
@@ -309,7 +375,7 @@ func (c *Command) ExtWithRoom(k string, room int) (v string, buf []byte, ok bool
 		if e == nil {
 			return "", nil, false
 		}
-		buf = make([]byte, 0, int(e.v1-e.v0)+room)
+		buf = grab(int(e.v1-e.v0) + room)
 		if e.esc {
 			d := jsonDecoder{s: t.src}
 			buf, _ = d.appendStr(buf, int(e.v0), int(e.v0)) // validated when read

@@ -26,10 +26,20 @@ func assertInlineAgrees(t *testing.T, frame []byte) {
 	if (err == nil) != (err3 == nil) {
 		t.Fatalf("DecodeFrame err %v, ReadCommandInline err %v", err, err3)
 	}
+	// ReadCommandCompact, with the header read through the reader's buffer
+	// and through the scratch buffer, accepts and refuses the same frames.
+	var compact []*Command
+	for _, size := range []int{16, 4096} {
+		c, err4 := ReadCommandCompact(bufio.NewReaderSize(bytes.NewReader(prefixed), size), 0)
+		if (err == nil) != (err4 == nil) {
+			t.Fatalf("DecodeFrame err %v, ReadCommandCompact (buffer %d) err %v", err, size, err4)
+		}
+		compact = append(compact, c)
+	}
 	if err != nil {
 		return
 	}
-	for _, c := range []*Command{got, read} {
+	for _, c := range append([]*Command{got, read}, compact...) {
 		if c.Code != want.Code || c.Language != want.Language || c.Version != want.Version || c.Opaque != want.Opaque ||
 			c.Flag != want.Flag || c.Remark != want.Remark || c.Serialize != want.Serialize || !bytes.Equal(c.Body, want.Body) {
 			t.Fatalf("header mismatch\n got %+v\nwant %+v", c, want)
@@ -267,6 +277,27 @@ func TestNewResponseExt(t *testing.T) {
 	}
 }
 
+// NewResponseExtSize holds a long field (a batch's msgId) in two
+// allocations whatever its length, and the field reads back whole.
+func TestNewResponseExtSize(t *testing.T) {
+	req := &Command{Code: SendBatchMessage, Opaque: 7}
+	long := strings.Repeat("7F00000100002A9F0000000000012345,", 64)
+	var resp *Command
+	allocs := testing.AllocsPerRun(100, func() {
+		var w ExtWriter
+		resp, w = NewResponseExtSize(req, Success, "", len(long)+64)
+		w.Append("msgId", func(dst []byte) []byte { return append(dst, long...) })
+		w.Int("queueOffset", 5)
+		w.Close()
+	})
+	if allocs > 2 {
+		t.Errorf("%.0f allocations, want 2", allocs)
+	}
+	if resp.Ext("msgId") != long || resp.Ext("queueOffset") != "5" || resp.ExtFields != nil {
+		t.Errorf("fields msgId of %d bytes, queueOffset %q, map %v", len(resp.Ext("msgId")), resp.Ext("queueOffset"), resp.ExtFields)
+	}
+}
+
 func TestExtWithRoom(t *testing.T) {
 	for _, s := range serializations {
 		req := sendMessageRequest(s.st)
@@ -296,6 +327,69 @@ func TestExtWithRoom(t *testing.T) {
 			if allocs != 1 {
 				t.Errorf("%s inline %v: %.0f allocations, want 1", s.name, inline, allocs)
 			}
+			// With scratch: the same value, in scratch when it fits (a JSON
+			// value with escapes asks for its escaped length), without an
+			// allocation; in a buffer of its own when it does not.
+			want := req.ExtFields["properties"]
+			big := 6*len(want) + 64
+			for _, size := range []int{big, len(want) + 63, 0} {
+				scratch := make([]byte, 0, size)
+				v, buf, ok := cmd.ExtWithRoomIn("properties", 64, scratch)
+				inScratch := size > 0 && cap(buf) > 0 && &buf[:1][0] == &scratch[:1][0]
+				if !ok || v != want || string(buf) != want || cap(buf) < len(want)+64 || inScratch != (size == big) {
+					t.Fatalf("%s inline %v: ExtWithRoomIn with %d bytes = %q (cap %d, in scratch %v), %v", s.name, inline, size, v, cap(buf), inScratch, ok)
+				}
+			}
+			scratch := make([]byte, 0, big)
+			if allocs := testing.AllocsPerRun(50, func() { cmd.ExtWithRoomIn("properties", 64, scratch) }); allocs != 0 {
+				t.Errorf("%s inline %v: %.0f allocations with scratch, want 0", s.name, inline, allocs)
+			}
+		}
+	}
+}
+
+// ReadCommandCompact keeps a short header in the command's allocation:
+// one allocation fewer than ReadCommandInline, and the fields stay intact
+// when the reader's buffer is reused for the next frames.
+func TestReadCommandCompact(t *testing.T) {
+	for _, s := range serializations {
+		resp := &Command{Code: Success, Language: "JAVA", Version: CurrentVersion, Opaque: 1, Flag: FlagResponse, Remark: "FOUND", Serialize: s.st,
+			ExtFields: map[string]string{"suggestWhichBrokerId": "0", "nextBeginOffset": "64", "minOffset": "0", "maxOffset": "128"}}
+		var stream []byte
+		for i := range 3 {
+			resp.Opaque = int32(i)
+			resp.ExtFields["nextBeginOffset"] = fmt.Sprint(64 + i)
+			f, _ := Encode(resp)
+			stream = append(stream, f...)
+		}
+		br := bufio.NewReaderSize(bytes.NewReader(stream), 64<<10)
+		var got []*Command
+		for range 3 {
+			c, err := ReadCommandCompact(br, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, c)
+		}
+		for i, c := range got {
+			if c.Opaque != int32(i) || c.Remark != "FOUND" || c.Ext("nextBeginOffset") != fmt.Sprint(64+i) || c.Ext("maxOffset") != "128" || c.ExtFields != nil {
+				t.Errorf("%s: frame %d read back as %+v, nextBeginOffset %q", s.name, i, c, c.Ext("nextBeginOffset"))
+			}
+		}
+		frame := stream[:len(stream)/3]
+		rd := bytes.NewReader(frame)
+		br = bufio.NewReaderSize(rd, 4096)
+		count := func(read func(*bufio.Reader, int) (*Command, error)) float64 {
+			return testing.AllocsPerRun(50, func() {
+				rd.Reset(frame)
+				br.Reset(rd)
+				if _, err := read(br, 0); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		if inline, compact := count(ReadCommandInline), count(ReadCommandCompact); compact != inline-1 {
+			t.Errorf("%s: %.0f allocations compact, %.0f inline; want one fewer", s.name, compact, inline)
 		}
 	}
 }

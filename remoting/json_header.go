@@ -137,7 +137,7 @@ func decodeJSONHeader(hdr []byte, cmd *Command) error {
 // decodeJSONHeaderMode decodes a JSON header; with inline set, the ext
 // fields go into the command's inline table when they fit it.
 func decodeJSONHeaderMode(hdr []byte, cmd *Command, inline bool) error {
-	d := jsonDecoder{s: string(hdr), inline: inline}
+	d := jsonDecoder{s: headerString(hdr, cmd), inline: inline}
 	if err := d.header(cmd); err != nil {
 		return fmt.Errorf("%w: json at offset %d: %w", ErrBadHeader, d.i, err)
 	}

@@ -115,7 +115,7 @@ func decodeRocketMQHeaderMode(hdr []byte, cmd *Command, inline bool) error {
 			return fmt.Errorf("%w: more than %d", ErrTooManyExtFields, MaxExtFields)
 		}
 	}
-	s := string(hdr[17:])
+	s := headerString(hdr[17:], cmd)
 	base := uint64(17)
 	cmd.Remark = s[:remarkLen]
 	if n == 0 {

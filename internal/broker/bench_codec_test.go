@@ -22,7 +22,7 @@ var benchSerializations = []struct {
 }{{"JSON", remoting.SerializeJSON}, {"ROCKETMQ", remoting.SerializeRocketMQ}}
 
 func benchClient(st remoting.SerializeType) *transport.Client {
-	return transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second, Serialize: st})
+	return transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second, Serialize: st, InlineResponses: true})
 }
 
 // BenchmarkSendOneByOne measures SEND_MESSAGE (1 KiB, a UNIQ_KEY and tags

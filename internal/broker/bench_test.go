@@ -4,9 +4,11 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/internal/testkit"
 	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // BenchmarkSend measures one SEND_MESSAGE round trip over loopback (1 KiB
@@ -60,7 +62,8 @@ func startBenchBroker(b *testing.B) *testEnv {
 	if err := br.Start(); err != nil {
 		b.Fatal(err)
 	}
-	e := &testEnv{b: br, ns: ns, client: newBenchClient()}
+	// The client reads answers as spool bench does: without ext maps.
+	e := &testEnv{b: br, ns: ns, client: transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second, InlineResponses: true})}
 	b.Cleanup(func() {
 		e.client.Close()
 		br.Shutdown(context.Background())

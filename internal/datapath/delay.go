@@ -11,6 +11,15 @@ import (
 // a number).
 func DelayLevelOf(props map[string]string) int {
 	v, ok := props[message.PropertyDelayTimeLevel]
+	return delayLevel(v, ok)
+}
+
+// delayLevelOfString is DelayLevelOf on a property string, without a map.
+func delayLevelOfString(props string) int {
+	return delayLevel(message.LookupProperty(props, message.PropertyDelayTimeLevel))
+}
+
+func delayLevel(v string, ok bool) int {
 	if !ok {
 		return 0
 	}

@@ -26,3 +26,14 @@ func TestApplyDelayStampsFromClock(t *testing.T) {
 		t.Fatalf("rewritten to %s/%d %v", m.Topic, m.QueueID, m.Properties)
 	}
 }
+
+// The batch check reads DELAY from the property string as the map would:
+// the last occurrence wins, malformed segments are skipped.
+func TestDelayLevelOfStringMatchesTheMap(t *testing.T) {
+	for _, s := range []string{"", "DELAY\x013\x02", "TAGS\x01a\x02DELAY\x01 2 \x02", "DELAY\x013\x02DELAY\x010\x02",
+		"DELAY\x010\x02DELAY\x014\x02", "DELAY\x01x\x02", "DELAY\x01\x02", "\x01DELAY\x02DELAY\x015", "KEYS\x01DELAY\x02"} {
+		if got, want := delayLevelOfString(s), DelayLevelOf(message.DecodeProperties(s)); got != want {
+			t.Errorf("%q: %d, the map gives %d", s, got, want)
+		}
+	}
+}

@@ -44,8 +44,18 @@ type pullHeader struct {
 }
 
 func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
+	h := &pullHeader{}
+	if err := parsePullHeaderInto(req, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// parsePullHeaderInto is parsePullHeader into h: a pull that is not held
+// keeps its header on the handler's stack.
+func parsePullHeaderInto(req *remoting.Command, h *pullHeader) error {
 	r := processor.NewHeader(req)
-	h := &pullHeader{
+	*h = pullHeader{
 		consumerGroup:        r.Str("consumerGroup", true),
 		topic:                r.Str("topic", true),
 		queueID:              r.I32("queueId", true, 0),
@@ -60,12 +70,18 @@ func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
 		maxMsgBytes:          r.I32("maxMsgBytes", false, math.MaxInt32),
 	}
 	if r.Err() != nil {
-		return nil, r.Err()
+		return r.Err()
 	}
 	if h.expressionType == "" {
 		h.expressionType = clients.ExprTag
 	}
-	return h, nil
+	return nil
+}
+
+// heldHeader is the copy of a pull's header that a held pull keeps.
+func heldHeader(h *pullHeader) *pullHeader {
+	c := *h
+	return &c
 }
 
 // HandlePull serves PULL_MESSAGE and LITE_PULL_MESSAGE. A pull that finds
@@ -74,8 +90,9 @@ func parsePullHeader(req *remoting.Command) (*pullHeader, error) {
 // its responder; no worker waits for it, and its re-run goes through the
 // pull executor it came from.
 func (d *Path) HandlePull(c *transport.Conn, req *remoting.Command) transport.Reply {
-	h, err := parsePullHeader(req)
-	if err != nil {
+	var hv pullHeader
+	h := &hv
+	if err := parsePullHeaderInto(req, h); err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
 	if resp := d.slavePullRefusal(req); resp != nil {
@@ -88,7 +105,7 @@ func (d *Path) HandlePull(c *transport.Conn, req *remoting.Command) transport.Re
 	case res != nil:
 		// The records go out as the store's buffers, not joined into a
 		// new body; the transport releases them once written.
-		return transport.RespondPieces(resp, res.Buffers, res.Release)
+		return transport.RespondPiecesOf(resp, res.Buffers, res)
 	}
 	return transport.Respond(d.withPullExt(h, resp))
 }
@@ -121,6 +138,19 @@ func (d *Path) withPullExt(h *pullHeader, resp *remoting.Command) *remoting.Comm
 	return resp
 }
 
+// pullAnswer is a pull's answer (code SYSTEM_ERROR until the caller sets
+// it) with its four offset fields, written through an ExtWriter: the
+// answer and its fields cost one allocation, no map.
+func pullAnswer(req *remoting.Command, remark string, suggest, next, minOff, maxOff int64) *remoting.Command {
+	resp, w := remoting.NewResponseExt(req, remoting.SystemError, remark)
+	w.Int("suggestWhichBrokerId", suggest)
+	w.Int("nextBeginOffset", next)
+	w.Int("minOffset", minOff)
+	w.Int("maxOffset", maxOff)
+	w.Close()
+	return resp
+}
+
 // suggestion is a pull answer's suggestWhichBrokerId (suggestBroker): sg
 // is the pull's subscription group (nil: RocketMQ's defaults), res the
 // store's answer (nil when the pull did not read the store).
@@ -150,7 +180,7 @@ func (d *Path) suggestion(h *pullHeader, sg *metadata.SubscriptionGroupConfig, r
 func (d *Path) answerRerun(r *transport.Responder, h *pullHeader) {
 	resp, res, _ := d.runPull(r.Conn(), r.Request(), h, false)
 	if res != nil {
-		r.ReplyPieces(resp, res.Buffers, res.Release)
+		r.ReplyPiecesOf(resp, res.Buffers, res)
 		return
 	}
 	d.replyLater(r, d.withPullExt(h, resp))
@@ -240,7 +270,7 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 		// room (a timer, not a worker), or answer an empty retry.
 		if firstRun && !d.stopping() {
 			held = c.Defer(req)
-			d.holdColdPull(held, h, cold.wait)
+			d.holdColdPull(held, heldHeader(h), cold.wait)
 			d.commitPullOffset(h, firstRun)
 			return nil, nil, held
 		}
@@ -251,11 +281,7 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 		return remoting.NewResponse(req, remoting.SystemError, "store getMessage result is null"), nil, nil
 	}
 	d.flow.afterColdRead(cold, res)
-	resp = remoting.NewResponse(req, remoting.SystemError, res.Status.String())
-	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(d.suggestion(h, sg, res), 10))
-	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
-	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
-	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
+	resp = pullAnswer(req, res.Status.String(), d.suggestion(h, sg, res), res.NextBeginOffset, res.MinOffset, res.MaxOffset)
 	next := res.NextBeginOffset
 	switch res.Status {
 	case store.Found:
@@ -290,7 +316,7 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 		}
 		if timeout > 0 {
 			held = c.Defer(req)
-			d.longPoll.Suspend(&longpoll.Pull{Responder: held, Topic: h.topic, QueueID: h.queueID, Offset: h.queueOffset, Header: h}, millis(timeout))
+			d.longPoll.Suspend(&longpoll.Pull{Responder: held, Topic: h.topic, QueueID: h.queueID, Offset: h.queueOffset, Header: heldHeader(h)}, millis(timeout))
 			d.commitPullOffset(h, firstRun)
 			return nil, nil, held
 		}

@@ -34,7 +34,18 @@ type sendTarget struct {
 	// propsBuf holds the header's properties with room for what sendPlain
 	// appends (see parseSendHeaderInto); nil when not read that way.
 	propsBuf []byte
+	// rs is the send's responder, answered from the store's completion
+	// (Conn.DeferIn): it comes with the target's allocation.
+	rs transport.Responder
+	// props is the room for propsBuf of a single send's usual properties
+	// (a client's few and the broker's), so they come with the target too.
+	props [plainPropsScratch]byte
 }
+
+// plainPropsScratch is the room for a single send's stored properties in
+// its target: a client's tags, keys and UNIQ_KEY with the broker's
+// additions fit; longer ones get a buffer of their own.
+const plainPropsScratch = 320
 
 // HandleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
 // It answers validation failures at once; a message that reaches the store
@@ -46,7 +57,11 @@ func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Re
 		room = plainPropertiesRoom(d.config())
 	}
 	var err error
-	if t.propsBuf, err = parseSendHeaderInto(req, d.nowMillis, &t.hdr, room); err != nil {
+	var scratch []byte
+	if room > 0 {
+		scratch = t.props[:0]
+	}
+	if t.propsBuf, err = parseSendHeaderIn(req, d.nowMillis, &t.hdr, room, scratch); err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
 	t.h = &t.hdr
@@ -173,17 +188,18 @@ func (d *Path) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarge
 		return transport.Respond(resp)
 	}
 	m.PropertiesString = message.EncodeProperties(props)
-	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx])
+	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx], &t.rs)
 }
 
 // putSingle stores a single message whose PropertiesString is final and
-// answers from the store's completion.
-func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string) transport.Reply {
+// answers from the store's completion, through the responder placed in
+// rs (a zero Responder of the caller's; nil: one of its own).
+func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string, rsIn *transport.Responder) transport.Reply {
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
 	}
-	rs := c.Defer(req)
+	rs := c.DeferIn(rsIn, req)
 	start := putStart()
 	err := d.PutMessage(m, func(r store.PutResult) {
 		d.countPut(m.Topic, r)
@@ -267,7 +283,7 @@ func (d *Path) innerFromSend(c *transport.Conn, req *remoting.Command, t *sendTa
 		Body:           req.Body,
 		SysFlag:        h.sysFlag,
 		BornTimestamp:  h.bornTimestamp,
-		BornHost:       message.AddrFromNet(c.RemoteAddr()),
+		BornHost:       message.AddrOfConn(c.RemoteAddr()),
 		StoreHost:      d.storeHost(),
 		ReconsumeTimes: h.reconsumeTimes,
 	}
@@ -304,7 +320,7 @@ func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget
 	// buf is never written again; the bytes before len(ps.s) were never
 	// written after ps.s was made from them.
 	m.PropertiesString = unsafe.String(unsafe.SliceData(buf), len(buf))
-	return d.putSingle(c, req, m, t.queueID, ps.uniq)
+	return d.putSingle(c, req, m, t.queueID, ps.uniq, &t.rs)
 }
 
 // plainPropertiesRoom is what sendPlain appends to a client's properties at
@@ -401,7 +417,7 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 	if message.TransactionValue(h.sysFlag) != message.TransactionNotType {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, "batch message does not support transaction"))
 	}
-	if DelayLevelOf(message.DecodeProperties(h.properties)) > 0 {
+	if delayLevelOfString(h.properties) > 0 {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, "batch message does not support delay level (DELAY)"))
 	}
 	if limit := d.config().MaxMessageSize; limit > 0 && len(req.Body) > limit {
@@ -430,13 +446,13 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 		QueueID:        t.queueID,
 		SysFlag:        sysFlag,
 		BornTimestamp:  h.bornTimestamp,
-		BornHost:       message.AddrFromNet(c.RemoteAddr()),
+		BornHost:       message.AddrOfConn(c.RemoteAddr()),
 		StoreHost:      d.storeHost(),
 		ReconsumeTimes: h.reconsumeTimes,
 		Members:        members,
 	}
 	qid := t.queueID
-	rs := c.Defer(req)
+	rs := c.DeferIn(&t.rs, req)
 	start := putStart()
 	d.store.PutMessages(batch, d.replicated(true, func(r store.PutResult) {
 		d.countPut(h.topic, r)
@@ -492,8 +508,12 @@ func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID in
 	}
 	cfg := d.config()
 	// The fields' text goes into one buffer allocated with the answer
-	// (the offsetMsgIds and numbers formatted in place).
-	resp, w := remoting.NewResponseExt(req, code, remark)
+	// (the offsetMsgIds and numbers formatted in place). The keys, the
+	// numbers and TRACE_ON take at most 96 bytes; msgId
+	// holds an id of 32 characters and a comma per member of a batch. A
+	// single send's fields fit the room that comes with the answer.
+	size := 96 + 33*len(offsets) + len(uniq) + len(cfg.RegionID)
+	resp, w := remoting.NewResponseExtSize(req, code, remark, size)
 	w.Append("msgId", func(dst []byte) []byte {
 		host := d.storeHost()
 		for i, off := range offsets {

@@ -84,6 +84,13 @@ func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, erro
 // to spare (h.properties shares them), so that the stored property string
 // can be built in place.
 func parseSendHeaderInto(req *remoting.Command, now func() int64, h *sendHeader, propsRoom int) ([]byte, error) {
+	return parseSendHeaderIn(req, now, h, propsRoom, nil)
+}
+
+// parseSendHeaderIn is parseSendHeaderInto with the properties' buffer
+// taken from scratch when they and propsRoom fit its capacity
+// (ExtWithRoomIn).
+func parseSendHeaderIn(req *remoting.Command, now func() int64, h *sendHeader, propsRoom int, scratch []byte) ([]byte, error) {
 	r := processor.NewHeader(req)
 	names := &sendFieldNames
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
@@ -98,7 +105,7 @@ func parseSendHeaderInto(req *remoting.Command, now func() int64, h *sendHeader,
 	var propsBuf []byte
 	for i := range sfBname { // bname is not read
 		if i == sfProperties && propsRoom > 0 {
-			vals[i], propsBuf, have[i] = req.ExtWithRoom(names[i], propsRoom)
+			vals[i], propsBuf, have[i] = req.ExtWithRoomIn(names[i], propsRoom, scratch)
 			continue
 		}
 		vals[i], have[i] = req.LookupExt(names[i])

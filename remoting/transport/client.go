@@ -36,6 +36,16 @@ type ClientConfig struct {
 	// signs its own requests with its inner credentials here). It must not
 	// block.
 	Prepare func(req *remoting.Command)
+	// InlineResponses leaves the ext fields of the responses the client
+	// reads in their inline table (remoting.ReadCommandInline) instead of
+	// building ExtFields for each: the caller reads them with
+	// Command.LookupExt and Command.Ext (ExtMap builds the map), and a
+	// short header's text comes with the command's allocation
+	// (remoting.ReadCommandCompact), so a field kept keeps the whole
+	// command alive. For callers that never touch ExtFields directly and
+	// keep nothing of an answer, such as load generators; the map is
+	// built by default.
+	InlineResponses bool
 }
 
 // Client sends requests to servers, one connection per address, dialed on
@@ -134,6 +144,8 @@ func (cl *Client) dial(ctx context.Context, addr string, e *clientConn) {
 		maxFrame: cl.cfg.MaxFrameSize,
 		logger:   cl.cfg.Logger,
 		dispatch: cl.dispatch,
+		// responses keep their fields inline when asked to
+		inlineResponses: cl.cfg.InlineResponses,
 		onClose: func(c *Conn) {
 			cl.mu.Lock()
 			if cl.conns[addr] == e {

@@ -51,13 +51,18 @@ type outItem struct {
 	request bool
 	pieces  [][]byte
 	done    func()
+	owner   Releaser // released after done
 }
 
-// release calls the item's done function, if any.
+// release calls the item's done function and releases its owner, if any.
 func (it *outItem) release() {
 	if it.done != nil {
 		it.done()
 		it.done = nil
+	}
+	if it.owner != nil {
+		it.owner.Release()
+		it.owner = nil
 	}
 }
 
@@ -94,6 +99,9 @@ type connConfig struct {
 	onClose        func(c *Conn)
 	// onReply observes answers (Server.OnReply); nil on client conns.
 	onReply *ReplyObserver
+	// inlineResponses leaves responses' ext fields in their inline table
+	// (ClientConfig.InlineResponses).
+	inlineResponses bool
 }
 
 // Conn is one TCP connection carrying commands both ways.
@@ -314,13 +322,19 @@ func (c *Conn) readLoop() {
 		}
 		// Requests keep their ext fields inline until the dispatcher
 		// knows whether their handler wants the map.
-		cmd, err := remoting.ReadCommandInline(c.br, c.cfg.maxFrame)
+		read := remoting.ReadCommandInline
+		if c.cfg.inlineResponses {
+			read = remoting.ReadCommandCompact // the client's owner keeps no field
+		}
+		cmd, err := read(c.br, c.cfg.maxFrame)
 		if err != nil {
 			reason = err
 			return
 		}
 		if cmd.IsResponse() {
-			cmd.ExtMap()
+			if !c.cfg.inlineResponses {
+				cmd.ExtMap()
+			}
 			c.complete(cmd)
 			continue
 		}

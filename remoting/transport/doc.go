@@ -59,7 +59,9 @@
 // more with nothing buffered before it, sent with the header in one
 // writev. Their done function runs exactly once when the slices are no
 // longer needed (written, or the answer dropped because the request was
-// oneway or the connection closed), so the owner releases them there:
+// oneway or the connection closed), so the owner releases them there
+// (RespondPiecesOf and ReplyPiecesOf take the owner itself, a Releaser,
+// which spares the method value's allocation):
 //
 //	frame = [len][hdrlen][header][resp.Body][piece 0][piece 1]...[piece n-1]
 //	        len = 4 + hdrlen + len(resp.Body) + sum(len(piece i))
@@ -71,8 +73,9 @@
 // its code. Codes declared with Server.ReadsExtInline reach their handler
 // that way (no map is built; the handler reads with Command.LookupExt and
 // Command.Ext); every other request, every request while an Authorize hook
-// is set, every response and every server-initiated request on a client
-// has its ExtFields map built first. The header text the table points
+// is set, every response (unless its client was made with
+// InlineResponses) and every server-initiated request on a client has its
+// ExtFields map built first. The header text the table points
 // into is the one string the header is decoded from, so the fields belong
 // to the handler for good, as the map's strings do.
 //

@@ -56,3 +56,38 @@ func TestReadsExtInline(t *testing.T) {
 		cl.Close()
 	}
 }
+
+// A client with InlineResponses reads its responses without building the
+// ext map, in both serializations, and the fields read through Ext and
+// ExtMap are the ones sent; the default client builds the map.
+func TestClientInlineResponses(t *testing.T) {
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			resp, w := remoting.NewResponseExt(req, remoting.Success, "")
+			w.Str("a", "1")
+			w.Str("quote", "\"x\"\u0001")
+			w.Close()
+			return resp
+		}, nil)
+	})
+	for _, inline := range []bool{false, true} {
+		cl := NewClient(ClientConfig{InlineResponses: inline})
+		for _, st := range []remoting.SerializeType{remoting.SerializeJSON, remoting.SerializeRocketMQ} {
+			cl.cfg.Serialize = st
+			resp, err := cl.Invoke(context.Background(), addr, remoting.NewRequest(codeEcho, nil, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (resp.ExtFields == nil) != inline {
+				t.Errorf("inline %v, serialization %d: ExtFields %v", inline, st, resp.ExtFields)
+			}
+			if resp.Ext("a") != "1" || resp.Ext("quote") != "\"x\"\u0001" || resp.ExtLen() != 2 {
+				t.Errorf("inline %v, serialization %d: fields a=%q quote=%q", inline, st, resp.Ext("a"), resp.Ext("quote"))
+			}
+			if m := resp.ExtMap(); len(m) != 2 || m["a"] != "1" {
+				t.Errorf("inline %v, serialization %d: map %v", inline, st, m)
+			}
+		}
+		cl.Close()
+	}
+}

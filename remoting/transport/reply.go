@@ -17,7 +17,23 @@ type Reply struct {
 	resp   *remoting.Command
 	pieces [][]byte
 	done   func()
+	owner  Releaser
 	later  *Responder
+}
+
+// Releaser owns the pieces of an answer (RespondPiecesOf): Release runs
+// exactly once when they are no longer needed. Passing the owner rather
+// than its method value spares an allocation per answer.
+type Releaser interface{ Release() }
+
+// release gives the pieces back: done, then the owner.
+func (rep *Reply) release() {
+	if rep.done != nil {
+		rep.done()
+	}
+	if rep.owner != nil {
+		rep.owner.Release()
+	}
 }
 
 // Respond answers with resp (nil: NoReply).
@@ -30,6 +46,12 @@ func Respond(resp *remoting.Command) Reply { return Reply{resp: resp} }
 // the pieces must stay valid and unchanged until then.
 func RespondPieces(resp *remoting.Command, pieces [][]byte, done func()) Reply {
 	return Reply{resp: resp, pieces: pieces, done: done}
+}
+
+// RespondPiecesOf is RespondPieces with the pieces' owner in place of
+// done: owner.Release runs exactly once when they are no longer needed.
+func RespondPiecesOf(resp *remoting.Command, pieces [][]byte, owner Releaser) Reply {
+	return Reply{resp: resp, pieces: pieces, owner: owner}
 }
 
 // Later says the request is answered through r, which must be the
@@ -94,6 +116,22 @@ func (c *Conn) Defer(req *remoting.Command) *Responder {
 	return r
 }
 
+// DeferIn is Defer with the Responder placed in r: memory of the
+// handler's own (a field of the state it allocates for the request
+// anyway), so that answering later costs no allocation of its own. r must
+// be a zero Responder, used for this one request and never copied; one
+// already used gets a Responder of its own, as from Defer.
+func (c *Conn) DeferIn(r *Responder, req *remoting.Command) *Responder {
+	if r == nil || r.c != nil {
+		return c.Defer(req)
+	}
+	r.c, r.req = c, req
+	if c.cfg.onReply != nil {
+		r.start = time.Now()
+	}
+	return r
+}
+
 // Conn returns the connection the request came on.
 func (r *Responder) Conn() *Conn { return r.c }
 
@@ -116,6 +154,12 @@ func (r *Responder) ReplyPieces(resp *remoting.Command, pieces [][]byte, done fu
 	r.complete(outItem{cmd: resp, pieces: pieces, done: done})
 }
 
+// ReplyPiecesOf is ReplyPieces with the pieces' owner in place of done
+// (see RespondPiecesOf).
+func (r *Responder) ReplyPiecesOf(resp *remoting.Command, pieces [][]byte, owner Releaser) {
+	r.complete(outItem{cmd: resp, pieces: pieces, owner: owner})
+}
+
 // Forget completes r without an answer: its slot is given back and
 // nothing is sent (the deferred form of NoReply).
 func (r *Responder) Forget() { r.complete(outItem{}) }
@@ -126,7 +170,7 @@ func (r *Responder) Send(rep Reply) {
 		misuse(r.c, r.req, "Responder.Send needs a response value")
 		return
 	}
-	r.complete(outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done})
+	r.complete(outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done, owner: rep.owner})
 }
 
 // complete hands it to whoever writes it: the handler's return path when
@@ -241,9 +285,7 @@ func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start tim
 			r.out.release() // completed early: nothing is sent
 			r.out = outItem{}
 		}
-		if rep.done != nil {
-			rep.done()
-		}
+		rep.release()
 		c.inflight.Add(-1)
 		return
 	}
@@ -262,11 +304,9 @@ func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start tim
 		it.counted = true
 		c.answer(req, it, onReader, r.start, r.long.Load())
 	case rep.resp != nil:
-		c.answer(req, outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done, counted: true}, onReader, start, false)
+		c.answer(req, outItem{cmd: rep.resp, pieces: rep.pieces, done: rep.done, owner: rep.owner, counted: true}, onReader, start, false)
 	default:
-		if rep.done != nil {
-			rep.done()
-		}
+		rep.release()
 		c.inflight.Add(-1)
 	}
 }

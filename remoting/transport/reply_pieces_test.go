@@ -14,7 +14,17 @@ const (
 	piecesValue = iota // RespondPieces
 	piecesEarly        // a responder completed before the handler returns
 	piecesLater        // a responder completed from another goroutine
+	// The same three with the pieces' owner in place of done
+	// (RespondPiecesOf, ReplyPiecesOf).
+	piecesValueOf
+	piecesEarlyOf
+	piecesLaterOf
 )
+
+// countRelease is a pieces owner counting its releases.
+type countRelease struct{ n *atomic.Int64 }
+
+func (o countRelease) Release() { o.n.Add(1) }
 
 // piecesHandler answers with the request body repeated in n pieces (n from
 // ext "n") in the given mode, counting done calls.
@@ -29,7 +39,18 @@ func piecesHandler(dones *atomic.Int64, mode int) ReplyHandler {
 		resp.SetExt("k", "v")
 		resp.Body = []byte("head:")
 		done := func() { dones.Add(1) }
+		owner := countRelease{dones}
 		switch mode {
+		case piecesValueOf:
+			return RespondPiecesOf(resp, pieces, owner)
+		case piecesEarlyOf:
+			r := c.Defer(req)
+			r.ReplyPiecesOf(resp, pieces, owner)
+			return Later(r)
+		case piecesLaterOf:
+			r := c.Defer(req)
+			go r.ReplyPiecesOf(resp, pieces, owner)
+			return Later(r)
 		case piecesEarly:
 			r := c.Defer(req)
 			r.ReplyPieces(resp, pieces, done)
@@ -58,7 +79,7 @@ func wantPiecesBody(t *testing.T, resp *remoting.Command, n, size int) {
 }
 
 func TestReplyPiecesSmallAndLarge(t *testing.T) {
-	for _, mode := range []int{piecesValue, piecesEarly, piecesLater} {
+	for _, mode := range []int{piecesValue, piecesEarly, piecesLater, piecesValueOf, piecesEarlyOf, piecesLaterOf} {
 		var dones atomic.Int64
 		_, addr := startServer(t, ServerConfig{}, func(s *Server) { s.RegisterReply(codeEcho, piecesHandler(&dones, mode), nil) })
 		rc := dialRaw(t, addr)
@@ -112,11 +133,17 @@ func TestReplyPiecesPipelined(t *testing.T) {
 // done runs for answers that are never written: oneway requests and
 // closed connections.
 func TestReplyPiecesDoneWhenDropped(t *testing.T) {
+	for _, mode := range []int{piecesValue, piecesValueOf} {
+		piecesDoneWhenDropped(t, mode)
+	}
+}
+
+func piecesDoneWhenDropped(t *testing.T, mode int) {
 	var dones atomic.Int64
 	conns := make(chan *Conn, 1)
 	held := make(chan *Responder, 1)
 	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
-		s.RegisterReply(codeEcho, piecesHandler(&dones, piecesValue), nil)
+		s.RegisterReply(codeEcho, piecesHandler(&dones, mode), nil)
 		s.RegisterReply(codeEcho+1, func(c *Conn, req *remoting.Command) Reply {
 			r := c.Defer(req)
 			conns <- c
@@ -135,7 +162,11 @@ func TestReplyPiecesDoneWhenDropped(t *testing.T) {
 	c, r := <-conns, <-held
 	c.Close()
 	<-c.Closed()
-	r.ReplyPieces(remoting.NewResponse(r.Request(), remoting.Success, ""), [][]byte{[]byte("x")}, func() { dones.Add(1) })
+	if mode == piecesValueOf {
+		r.ReplyPiecesOf(remoting.NewResponse(r.Request(), remoting.Success, ""), [][]byte{[]byte("x")}, countRelease{&dones})
+	} else {
+		r.ReplyPieces(remoting.NewResponse(r.Request(), remoting.Success, ""), [][]byte{[]byte("x")}, func() { dones.Add(1) })
+	}
 	if dones.Load() != 2 {
 		t.Fatalf("done calls %d, want 2 (closed connection)", dones.Load())
 	}

@@ -67,3 +67,39 @@ func TestEarlyCompletionWrittenOnce(t *testing.T) {
 		t.Fatalf("held %d", c.Held())
 	}
 }
+
+// A responder placed in the handler's memory (DeferIn) answers as one from
+// Defer does, early or from another goroutine; a used one is not reused.
+func TestDeferInAnswers(t *testing.T) {
+	type state struct{ rs Responder }
+	var reused atomic.Int64
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			st := &state{}
+			r := c.DeferIn(&st.rs, req)
+			if r != &st.rs {
+				t.Errorf("DeferIn did not use the given responder")
+			}
+			if c.DeferIn(&st.rs, req) != &st.rs {
+				reused.Add(1) // a second DeferIn on a used one gets its own
+			}
+			resp := remoting.NewResponse(req, remoting.Success, "")
+			if req.Opaque%2 == 0 {
+				r.Reply(resp)
+			} else {
+				go r.Reply(resp)
+			}
+			return Later(r)
+		}, nil)
+	})
+	rc := dialRaw(t, addr)
+	for i := range 6 {
+		rc.send(request(codeEcho, int32(i), remoting.SerializeRocketMQ))
+		if r := rc.read(); r.Opaque != int32(i) || r.Code != remoting.Success {
+			t.Fatalf("answer %d: %+v", i, r)
+		}
+	}
+	if reused.Load() != 6 {
+		t.Fatalf("a used responder was handed out again (%d of 6 refused)", reused.Load())
+	}
+}
