@@ -275,6 +275,14 @@ func TestFailoverAgainstController(t *testing.T) {
 	b1.rep.drain()
 	b1.agent.CheckSyncStateSetOnce(ctx)
 	b1.rep.waitFor(t, "set [1 2] epoch=2")
+	// The joiner counted for acknowledgements before the controller was
+	// asked, not only once it answered.
+	b1.rep.mu.Lock()
+	union, committed := slices.Index(b1.rep.calls, "set [1 2] epoch=1"), slices.Index(b1.rep.calls, "set [1 2] epoch=2")
+	b1.rep.mu.Unlock()
+	if union < 0 || union > committed {
+		t.Fatalf("the joiner was not counted while the expansion was in flight: calls %q", b1.rep.calls)
+	}
 
 	// The master is cut from the controller: it fences itself before the
 	// controller counts it dead.

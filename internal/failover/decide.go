@@ -367,3 +367,43 @@ func DecideResume(in ResumeInput) Resume {
 	}
 	return out
 }
+
+// Joining lists the members of next that set lacks, sorted.
+func Joining(set, next []int64) []int64 {
+	var out []int64
+	for _, id := range next {
+		if !slices.Contains(set, id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Union is the members of a and b, sorted, each once.
+func Union(a, b []int64) []int64 {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// JoinersHold reports whether every joining member is connected and has
+// acknowledged at least confirm, the offset up to which the master has
+// acknowledged sends: read after the union of the old and the joining
+// members counts, it is everything a joiner must hold before the set may
+// name it.
+func JoinersHold(joining []int64, reps []ReplicaState, confirm int64) bool {
+	for _, id := range joining {
+		ok := false
+		for _, r := range reps {
+			if r.BrokerID == id && r.AckOffset >= confirm {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

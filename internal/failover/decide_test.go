@@ -197,3 +197,34 @@ func TestConfigLeaseShorterThanTimeout(t *testing.T) {
 		t.Fatalf("no controllerAddr: %v", err)
 	}
 }
+
+func TestJoinersHold(t *testing.T) {
+	reps := []ReplicaState{{BrokerID: 2, AckOffset: 100}, {BrokerID: 3, AckOffset: 90}}
+	for _, c := range []struct {
+		set, next []int64
+		confirm   int64
+		joining   []int64
+		union     []int64
+		hold      bool
+	}{
+		{set: []int64{1}, next: []int64{1, 2}, confirm: 100, joining: []int64{2}, union: []int64{1, 2}, hold: true},
+		// The old set acknowledged past what the joiner holds.
+		{set: []int64{1}, next: []int64{1, 2}, confirm: 101, joining: []int64{2}, union: []int64{1, 2}, hold: false},
+		{set: []int64{1}, next: []int64{1, 2, 3}, confirm: 95, joining: []int64{2, 3}, union: []int64{1, 2, 3}, hold: false},
+		{set: []int64{1, 3}, next: []int64{1, 2}, confirm: 100, joining: []int64{2}, union: []int64{1, 2, 3}, hold: true},
+		// A joiner that is not connected holds nothing it can show.
+		{set: []int64{1}, next: []int64{1, 4}, confirm: 0, joining: []int64{4}, union: []int64{1, 4}, hold: false},
+		{set: []int64{1, 2}, next: []int64{1}, confirm: 500, joining: nil, union: []int64{1, 2}, hold: true},
+	} {
+		j := Joining(c.set, c.next)
+		if !slices.Equal(j, c.joining) {
+			t.Errorf("Joining(%v, %v) = %v, want %v", c.set, c.next, j, c.joining)
+		}
+		if u := Union(c.set, c.next); !slices.Equal(u, c.union) {
+			t.Errorf("Union(%v, %v) = %v, want %v", c.set, c.next, u, c.union)
+		}
+		if h := JoinersHold(j, reps, c.confirm); h != c.hold {
+			t.Errorf("JoinersHold(%v, confirm %d) = %v, want %v", j, c.confirm, h, c.hold)
+		}
+	}
+}

@@ -280,6 +280,29 @@ func (a *Agent) CheckSyncStateSetOnce(ctx context.Context) {
 	if !changed {
 		return
 	}
+	// While an expansion is in flight the master acknowledges only what
+	// the old and the joining members hold (RocketMQ's AutoSwitchHAService
+	// counts the union too): the controller may commit the new set at any
+	// moment, and an election may then pick a joiner. Everything the old
+	// set acknowledged before the union counted must be on every joiner
+	// already, or the proposal waits for the next round.
+	restore := func() {}
+	if joining := Joining(in.Set, next); len(joining) > 0 {
+		union := Union(in.Set, next)
+		a.d.Replica.SetSyncStateSet(union, setEpoch)
+		restore = func() {
+			a.mu.Lock()
+			cur, curEpoch, master := slices.Clone(a.set), a.setEpoch, a.role == RoleMaster && a.epoch == epoch
+			a.mu.Unlock()
+			if master {
+				a.d.Replica.SetSyncStateSet(cur, curEpoch)
+			}
+		}
+		if !JoinersHold(joining, a.d.Replica.Replicas(), a.d.Replica.ConfirmOffset()) {
+			restore()
+			return
+		}
+	}
 	body, _ := json.Marshal(syncStateSetBody{SyncStateSet: next, SyncStateSetEpoch: setEpoch})
 	resp, err := a.ctl.callLeader(ctx, func() *remoting.Command {
 		return remoting.NewRequest(remoting.ControllerAlterSyncStateSet, map[string]string{
@@ -288,10 +311,13 @@ func (a *Agent) CheckSyncStateSetOnce(ctx context.Context) {
 	})
 	if err != nil {
 		a.log.Warn("ALTER_SYNC_STATE_SET refused", "proposed", next, "err", err)
+		restore()
 		return
 	}
 	var got syncStateSetBody
 	if err := json.Unmarshal(resp.Body, &got); err != nil {
+		// The controller may have taken it: the union stays counted until
+		// the next view names the set.
 		a.log.Warn("ALTER_SYNC_STATE_SET answer not read", "err", err)
 		return
 	}
@@ -304,7 +330,9 @@ func (a *Agent) CheckSyncStateSetOnce(ctx context.Context) {
 	if adopt {
 		a.d.Replica.SetSyncStateSet(slices.Clone(got.SyncStateSet), got.SyncStateSetEpoch)
 		a.log.Info("sync-state set changed", "set", got.SyncStateSet, "epoch", got.SyncStateSetEpoch)
+		return
 	}
+	restore()
 }
 
 // HandleNotify answers NOTIFY_BROKER_ROLE_CHANGED (1008), which the
