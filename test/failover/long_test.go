@@ -14,11 +14,11 @@ import (
 )
 
 // The long form: rounds of every fault alone and every pair of faults
-// (SPOOL_FAILOVER_ROUNDS, default 2: 128 faults), under load, then the
+// (SPOOL_FAILOVER_ROUNDS, default 1: 64 faults), under load, then the
 // final read, the verdict and the table of failover times.
 func TestFailoverLong(t *testing.T) {
 	requireControllerMode(t)
-	rounds := 2
+	rounds := 1
 	if s := os.Getenv("SPOOL_FAILOVER_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
