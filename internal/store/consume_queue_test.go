@@ -372,3 +372,66 @@ func TestRaiseNofileLimit(t *testing.T) {
 		t.Fatalf("consume-queue descriptor limit for 2^20: %d", got)
 	}
 }
+
+// Consume-queue entries collect in their queue's tail and are written
+// with one pwrite per queue when the queues are flushed, not one per
+// dispatch pass: 100 puts dispatched one pass each to 4 queues write no
+// entry until the flush, which writes each queue once. Entries in the
+// tail are read like written ones, and a crash before they are written
+// loses none of them (recovery dispatches them again).
+func TestConsumeQueueEntriesShareWrites(t *testing.T) {
+	const queues, n = 4, 100
+	cfg := testConfig(t)
+	cfg.MappedFileSizeConsumeQueue = 1000 * CQEntrySize
+	cfg.FlushIntervalConsumeQueue = 1 << 30 // the test flushes
+	fs := vfs.NewInjector(vfs.OS())
+	st := openStarted(t, cfg, fs)
+	var writes atomic.Int64
+	fs.SetHook(func(op vfs.Op, name string) {
+		if op == vfs.OpWrite && strings.Contains(name, string(filepath.Separator)+"consumequeue"+string(filepath.Separator)) {
+			writes.Add(1)
+		}
+	})
+	want := make([]map[int64]string, queues)
+	for q := range want {
+		want[q] = map[int64]string{}
+	}
+	put := func(i int) {
+		q := int32(i % queues)
+		body := fmt.Sprint("w", i)
+		r := mustPut(t, st, testMsg("W", q, body, ""))
+		want[q][r.QueueOffset] = body
+		waitDispatched(t, st, "W", q, r.QueueOffset+1) // one pass per put
+	}
+	for i := 0; i < n; i++ {
+		put(i)
+	}
+	if w := writes.Load(); w != 0 {
+		t.Fatalf("%d consume-queue writes before the flush, want 0", w)
+	}
+	for q := range want {
+		checkAll(t, st, "W", int32(q), want[q])
+	}
+	if err := st.flushConsumeQueues(); err != nil {
+		t.Fatal(err)
+	}
+	if w := writes.Load(); w != queues {
+		t.Fatalf("%d consume-queue writes for %d entries in %d queues, want %d", w, n, queues, queues)
+	}
+	for q := range want {
+		checkAll(t, st, "W", int32(q), want[q])
+	}
+	// More entries in the tails (some queues half written), then a crash.
+	for i := n; i < n+10; i++ {
+		put(i)
+	}
+	crash(st)
+	st = openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	for q := range want {
+		if got := st.MaxOffsetInQueue("W", int32(q)); got != int64(len(want[q])) {
+			t.Fatalf("queue %d: max %d after the crash, want %d", q, got, len(want[q]))
+		}
+		checkAll(t, st, "W", int32(q), want[q])
+	}
+}
