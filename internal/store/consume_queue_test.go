@@ -435,3 +435,69 @@ func TestConsumeQueueEntriesShareWrites(t *testing.T) {
 		checkAll(t, st, "W", int32(q), want[q])
 	}
 }
+
+// A truncation cuts the tail as well as the file: inside the tail it
+// keeps the written part and the tail's head; below the written part it
+// cuts the file and empties the tail. Reads across the written end and
+// the tail see one sequence.
+func TestConsumeQueueTailTruncate(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushIntervalConsumeQueue = 1 << 30 // the test flushes
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	cq := st.consumeQueue("TT", 0, true)
+	entries := func(from, to int64) []byte {
+		var b []byte
+		for i := from; i < to; i++ {
+			b = AppendCQEntry(b, CQEntry{Offset: i * 100, Size: 100, TagsCode: i})
+		}
+		return b
+	}
+	check := func(want int64) {
+		t.Helper()
+		if got := cq.maxOffset.Load(); got != want {
+			t.Fatalf("max %d, want %d", got, want)
+		}
+		got, _, err := cq.readEntries(nil, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(entries(0, want)) {
+			t.Fatalf("read %d entries, not the %d appended", len(got)/CQEntrySize, want)
+		}
+	}
+	if err := cq.appendEntries(st, 0, entries(0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cq.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cq.appendEntries(st, 5, entries(5, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if w := cq.written.Load(); w != 5 {
+		t.Fatalf("written %d, want 5", w)
+	}
+	check(10)
+	if err := cq.truncatePhy(700); err != nil { // entries 0..6 end at or below 700
+		t.Fatal(err)
+	}
+	check(7)
+	if err := cq.truncatePhy(300); err != nil { // below the written part
+		t.Fatal(err)
+	}
+	if w := cq.written.Load(); w != 3 {
+		t.Fatalf("written %d after a cut below it, want 3", w)
+	}
+	check(3)
+	if err := cq.appendEntries(st, 3, entries(3, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cq.flush(); err != nil {
+		t.Fatal(err)
+	}
+	check(8)
+	if n := st.cqTailBytes.Load(); n != 0 {
+		t.Fatalf("%d tail bytes counted after the flush", n)
+	}
+}
