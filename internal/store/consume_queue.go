@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -59,27 +60,52 @@ func AppendCQEntry(dst []byte, e CQEntry) []byte {
 // ConsumeQueue is the index of one topic queue: entry i (logical offset i)
 // at byte i*20 of the queue, in files of mappedFileSizeConsumeQueue bytes
 // named by their first byte's 20-digit offset. The dispatcher is the only
-// writer (pwrite); readers use pread below maxOffset.
+// appender. Appended entries first collect in the queue's tail, in memory,
+// and are written to the file (one pwrite for all of them) when the tail
+// reaches cqTailMax, when the tails of all queues pass cqTailBudget, and
+// before every flush (so before every checkpoint, which counts only what a
+// flush made durable). Readers read [minOffset, written) with pread and
+// [written, maxOffset) from the tail.
+//
+//	minOffset ....... flushedTo ....... written ........ maxOffset
+//	   |     durable      |   in the file   |  in the tail  |
 type ConsumeQueue struct {
+	st      *DefaultMessageStore
 	topic   string
 	queueID int32
 	mfq     *MappedFileQueue
 	fsize   int64
 
-	mu        sync.Mutex // writer side: append, truncate, flush, delete
+	mu        sync.Mutex // writer side: append, write-out, truncate, flush, delete
 	minOffset atomic.Int64
-	maxOffset atomic.Int64 // exclusive: entries written
+	maxOffset atomic.Int64 // exclusive: entries dispatched (in the file or the tail)
 	maxPhyEnd atomic.Int64 // commit-log end of the last entry
 	flushedTo atomic.Int64 // logical offset durable
 	dirty     atomic.Bool
+
+	// written is where the tail begins: entries below it are in the
+	// file. It moves, and the tail changes, under tailMu (and mu); the
+	// tail's bytes are changed only by holders of mu, who may read them
+	// without tailMu.
+	written atomic.Int64
+	tailMu  sync.Mutex
+	tail    []byte
 }
+
+// cqTailMax is the size at which a queue's tail is written out by the
+// dispatcher; cqTailBudget bounds the tails of all queues (past it the
+// dispatcher writes every tail after its pass).
+const (
+	cqTailMax    = 16 << 10 / CQEntrySize * CQEntrySize
+	cqTailBudget = 4 << 20
+)
 
 func newConsumeQueue(st *DefaultMessageStore, topic string, queueID int32) *ConsumeQueue {
 	dir := filepath.Join(st.cfg.consumeQueueDir(), topic, strconv.Itoa(int(queueID)))
 	fsize := st.cfg.MappedFileSizeConsumeQueue / CQEntrySize * CQEntrySize
 	mfq := newMappedFileQueue(st.cqFiles, dir, fsize, false)
 	mfq.sparse = true
-	return &ConsumeQueue{topic: topic, queueID: queueID, fsize: fsize, mfq: mfq}
+	return &ConsumeQueue{st: st, topic: topic, queueID: queueID, fsize: fsize, mfq: mfq}
 }
 
 // load opens the files and finds the last written entry: entries are
@@ -119,6 +145,7 @@ func (cq *ConsumeQueue) load(abnormal bool, limit int64) error {
 	}
 	cq.maxOffset.Store(end / CQEntrySize)
 	cq.flushedTo.Store(end / CQEntrySize)
+	cq.written.Store(end / CQEntrySize)
 	cq.minOffset.Store(start / CQEntrySize)
 	return nil
 }
@@ -164,8 +191,9 @@ func (cq *ConsumeQueue) scanFile(mf *MappedFile, queueStart, strict bool, limit 
 	return first, end, phyEnd, nil
 }
 
-// appendEntries writes entries starting at logical offset first. Entries
-// already present are skipped; a gap is refused.
+// appendEntries appends entries starting at logical offset first to the
+// tail (written out once it reaches cqTailMax). Entries already present
+// are skipped; a gap is refused.
 func (cq *ConsumeQueue) appendEntries(st *DefaultMessageStore, first int64, entries []byte) error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
@@ -185,6 +213,7 @@ func (cq *ConsumeQueue) appendEntries(st *DefaultMessageStore, first int64, entr
 			cq.minOffset.Store(first)
 			cq.maxOffset.Store(first)
 			cq.flushedTo.Store(first)
+			cq.written.Store(first)
 		} else if first-max <= 1<<20 {
 			// Records of these offsets are gone (skipped as corrupt by
 			// recovery): hole entries keep the logical offsets.
@@ -200,63 +229,208 @@ func (cq *ConsumeQueue) appendEntries(st *DefaultMessageStore, first int64, entr
 			return fmt.Errorf("%w: consume queue %s-%d: entry %d after max %d", ErrCorrupt, cq.topic, cq.queueID, first, max)
 		}
 	}
-	for len(entries) > 0 {
+	// The files are made here, by the dispatcher (whose failure refuses
+	// puts until it recovers); only the write of the entries is deferred.
+	for pos, end := first*CQEntrySize, first*CQEntrySize+int64(len(entries)); pos < end; {
+		mf, err := cq.fileAtLocked(pos)
+		if err != nil {
+			return err
+		}
+		pos = mf.from + mf.size
+	}
+	cq.tailMu.Lock()
+	cq.tail = append(cq.tail, entries...)
+	cq.tailMu.Unlock()
+	st.cqTailBytes.Add(int64(len(entries)))
+	if last, ok := DecodeCQEntry(entries[len(entries)-CQEntrySize:]); ok {
+		cq.maxPhyEnd.Store(last.Offset + int64(last.Size))
+	}
+	cq.maxOffset.Store(first + int64(len(entries)/CQEntrySize))
+	if len(cq.tail) >= cqTailMax {
+		return cq.writeTailLocked()
+	}
+	return nil
+}
+
+// cqWriteError is a failed write of a tail (not of a sync): one that found
+// no space is retried, as the dispatcher's writes are.
+type cqWriteError struct{ err error }
+
+func (e *cqWriteError) Error() string { return e.err.Error() }
+func (e *cqWriteError) Unwrap() error { return e.err }
+
+// writeTailLocked writes the tail to the files (creating them, sparse, as
+// needed) with one pwrite per file it spans, then drops what was written
+// from it. On an error the unwritten rest stays in the tail. cq.mu is
+// held.
+func (cq *ConsumeQueue) writeTailLocked() error {
+	st := cq.st
+	entries := cq.tail
+	first := cq.written.Load()
+	done := 0
+	var err error
+	for done < len(entries) {
 		pos := first * CQEntrySize
-		mf := cq.mfq.last()
-		if mf == nil || pos >= mf.from+mf.size {
-			from := pos / cq.fsize * cq.fsize
-			nm, err := createMappedFile(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
-			if err != nil {
-				if mkErr := st.fs.MkdirAll(cq.mfq.dir, 0o755); mkErr == nil {
-					nm, err = createMappedFile(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
-				}
+		mf := cq.mfq.find(pos)
+		if mf == nil {
+			nm, ferr := cq.fileAtLocked(pos)
+			if ferr != nil {
+				err = &cqWriteError{ferr}
+				break
 			}
-			if err != nil {
-				return err
-			}
-			if err := cq.mfq.appendFile(nm); err != nil {
-				nm.destroy(true, 0, 0)
-				return err
+			if !nm.acquire() {
+				err = &cqWriteError{fmt.Errorf("store: %s was removed", nm.path)}
+				break
 			}
 			mf = nm
 		}
 		rel := pos - mf.from
-		k := min(int64(len(entries)), mf.size-rel)
-		if _, err := mf.f.WriteAt(entries[:k], rel); err != nil {
-			return fmt.Errorf("store: write %s at %d: %w", mf.path, rel, err)
+		k := min(int64(len(entries)-done), mf.size-rel)
+		_, werr := mf.f.WriteAt(entries[done:done+int(k)], rel)
+		if werr == nil {
+			mf.setWrote(rel + k)
 		}
-		mf.setWrote(rel + k)
-		if last, ok := DecodeCQEntry(entries[k-CQEntrySize:]); ok {
-			cq.maxPhyEnd.Store(last.Offset + int64(last.Size))
+		mf.release()
+		if werr != nil {
+			err = &cqWriteError{fmt.Errorf("store: write %s at %d: %w", mf.path, rel, werr)}
+			break
 		}
 		first += k / CQEntrySize
-		cq.maxOffset.Store(first)
-		entries = entries[k:]
+		done += int(k)
 	}
-	cq.dirty.Store(true)
-	return nil
+	if done > 0 {
+		cq.tailMu.Lock()
+		n := copy(cq.tail, cq.tail[done:])
+		cq.tail = cq.tail[:n]
+		if n == 0 && cap(cq.tail) > 2*cqTailMax {
+			cq.tail = nil // a burst's buffer goes back
+		}
+		cq.written.Store(first)
+		cq.tailMu.Unlock()
+		st.cqTailBytes.Add(-int64(done))
+		cq.dirty.Store(true)
+	}
+	return err
+}
+
+// fileAtLocked returns the last file when it holds byte pos of the queue,
+// else creates (sparse) and appends the file that does. cq.mu is held.
+func (cq *ConsumeQueue) fileAtLocked(pos int64) (*MappedFile, error) {
+	if mf := cq.mfq.last(); mf != nil && pos < mf.from+mf.size {
+		if pos < mf.from {
+			return nil, fmt.Errorf("%w: consume queue %s-%d: no file holds byte %d", ErrCorrupt, cq.topic, cq.queueID, pos)
+		}
+		return mf, nil
+	}
+	st := cq.st
+	from := pos / cq.fsize * cq.fsize
+	nm, err := createMappedFile(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
+	if err != nil {
+		if mkErr := st.fs.MkdirAll(cq.mfq.dir, 0o755); mkErr == nil {
+			nm, err = createMappedFile(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := cq.mfq.appendFile(nm); err != nil {
+		nm.destroy(true, 0, 0)
+		return nil, err
+	}
+	return nm, nil
+}
+
+// unwrittenFrom is the CommitLog offset of the first record whose entry
+// is still in the tail (math.MaxInt64 when none is): a checkpoint claims
+// no more than that as dispatched.
+func (cq *ConsumeQueue) unwrittenFrom() int64 {
+	cq.tailMu.Lock()
+	defer cq.tailMu.Unlock()
+	for i := 0; i+CQEntrySize <= len(cq.tail); i += CQEntrySize {
+		if e, ok := DecodeCQEntry(cq.tail[i:]); ok {
+			return e.Offset
+		}
+	}
+	return math.MaxInt64
+}
+
+// writeTail writes the queue's tail out (the flush and the dispatcher's
+// budget do).
+func (cq *ConsumeQueue) writeTail() error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if len(cq.tail) == 0 {
+		return nil
+	}
+	return cq.writeTailLocked()
+}
+
+// dropTailLocked forgets the tail from logical offset at (cq.mu held).
+func (cq *ConsumeQueue) dropTailLocked(at int64) {
+	cq.tailMu.Lock()
+	w := cq.written.Load()
+	keep := 0
+	if at > w {
+		keep = int(min(at-w, int64(len(cq.tail)/CQEntrySize))) * CQEntrySize
+	}
+	cq.st.cqTailBytes.Add(-int64(len(cq.tail) - keep))
+	cq.tail = cq.tail[:keep]
+	if at < w {
+		cq.written.Store(at)
+	}
+	cq.tailMu.Unlock()
 }
 
 // readEntries reads up to n entries from logical offset off, within one
-// file. It returns the bytes and the logical offset where that file ends.
+// file: those below written from the file, the rest from the tail. It
+// returns the bytes and the logical offset where that file ends.
 func (cq *ConsumeQueue) readEntries(dst []byte, off int64, n int) ([]byte, int64, error) {
 	max := cq.maxOffset.Load()
 	if off >= max || n <= 0 {
 		return dst[:0], off, nil
 	}
 	pos := off * CQEntrySize
-	mf := cq.mfq.find(pos)
-	if mf == nil {
-		return dst[:0], (pos/cq.fsize + 1) * cq.fsize / CQEntrySize, nil
-	}
-	defer mf.release()
-	fileEnd := (mf.from + mf.size) / CQEntrySize
+	fileEnd := (pos/cq.fsize + 1) * cq.fsize / CQEntrySize
 	k := min(int64(n), max-off, fileEnd-off)
 	dst = growLen(dst[:0], int(k*CQEntrySize))
-	if _, err := mf.f.ReadAt(dst, pos-mf.from); err != nil {
-		return dst[:0], fileEnd, fmt.Errorf("store: read %s at %d: %w", mf.path, pos-mf.from, err)
+	got := int64(0)
+	for got < k {
+		at := off + got
+		if w := cq.written.Load(); at < w {
+			m := min(k-got, w-at)
+			mf := cq.mfq.find(at * CQEntrySize)
+			if mf == nil {
+				if got == 0 {
+					return dst[:0], fileEnd, nil
+				}
+				break
+			}
+			rel := at*CQEntrySize - mf.from
+			_, err := mf.f.ReadAt(dst[got*CQEntrySize:(got+m)*CQEntrySize], rel)
+			mf.release()
+			if err != nil {
+				return dst[:0], fileEnd, fmt.Errorf("store: read %s at %d: %w", mf.path, rel, err)
+			}
+			got += m
+			continue
+		}
+		cq.tailMu.Lock()
+		w := cq.written.Load()
+		if at < w { // written out meanwhile: it is in the file now
+			cq.tailMu.Unlock()
+			continue
+		}
+		m := min(k-got, int64(len(cq.tail))/CQEntrySize-(at-w))
+		if m > 0 {
+			copy(dst[got*CQEntrySize:(got+m)*CQEntrySize], cq.tail[(at-w)*CQEntrySize:])
+		}
+		cq.tailMu.Unlock()
+		if m <= 0 {
+			break // cut meanwhile
+		}
+		got += m
 	}
-	return dst, fileEnd, nil
+	return dst[:got*CQEntrySize], fileEnd, nil
 }
 
 // entryAt reads one entry.
@@ -286,13 +460,17 @@ func (cq *ConsumeQueue) realEntryFrom(off int64) (CQEntry, bool) {
 	return CQEntry{}, false
 }
 
-// flush fdatasyncs the files holding unflushed entries.
+// flush writes the tail out and fdatasyncs the files holding unflushed
+// entries.
 func (cq *ConsumeQueue) flush() error {
+	if err := cq.writeTail(); err != nil {
+		return err
+	}
 	if !cq.dirty.Swap(false) {
 		return nil
 	}
 	cq.mu.Lock()
-	max := cq.maxOffset.Load()
+	max := cq.written.Load()
 	from := cq.flushedTo.Load()
 	cq.mu.Unlock()
 	for off := from; off < max; {
@@ -331,9 +509,12 @@ func (cq *ConsumeQueue) truncatePhy(phyMax int64) error {
 			hi = mid
 		}
 	}
-	if err := cq.mfq.truncateFrom(lo * CQEntrySize); err != nil {
-		return err
+	if lo < cq.written.Load() {
+		if err := cq.mfq.truncateFrom(lo * CQEntrySize); err != nil {
+			return err
+		}
 	}
+	cq.dropTailLocked(lo)
 	cq.maxOffset.Store(lo)
 	if cq.flushedTo.Load() > lo {
 		cq.flushedTo.Store(lo)

@@ -372,3 +372,132 @@ func TestRaiseNofileLimit(t *testing.T) {
 		t.Fatalf("consume-queue descriptor limit for 2^20: %d", got)
 	}
 }
+
+// Consume-queue entries collect in their queue's tail and are written
+// with one pwrite per queue when the queues are flushed, not one per
+// dispatch pass: 100 puts dispatched one pass each to 4 queues write no
+// entry until the flush, which writes each queue once. Entries in the
+// tail are read like written ones, and a crash before they are written
+// loses none of them (recovery dispatches them again).
+func TestConsumeQueueEntriesShareWrites(t *testing.T) {
+	const queues, n = 4, 100
+	cfg := testConfig(t)
+	cfg.MappedFileSizeConsumeQueue = 1000 * CQEntrySize
+	cfg.FlushIntervalConsumeQueue = 1 << 30 // the test flushes
+	fs := vfs.NewInjector(vfs.OS())
+	st := openStarted(t, cfg, fs)
+	var writes atomic.Int64
+	fs.SetHook(func(op vfs.Op, name string) {
+		if op == vfs.OpWrite && strings.Contains(name, string(filepath.Separator)+"consumequeue"+string(filepath.Separator)) {
+			writes.Add(1)
+		}
+	})
+	want := make([]map[int64]string, queues)
+	for q := range want {
+		want[q] = map[int64]string{}
+	}
+	put := func(i int) {
+		q := int32(i % queues)
+		body := fmt.Sprint("w", i)
+		r := mustPut(t, st, testMsg("W", q, body, ""))
+		want[q][r.QueueOffset] = body
+		waitDispatched(t, st, "W", q, r.QueueOffset+1) // one pass per put
+	}
+	for i := 0; i < n; i++ {
+		put(i)
+	}
+	if w := writes.Load(); w != 0 {
+		t.Fatalf("%d consume-queue writes before the flush, want 0", w)
+	}
+	for q := range want {
+		checkAll(t, st, "W", int32(q), want[q])
+	}
+	if err := st.flushConsumeQueues(); err != nil {
+		t.Fatal(err)
+	}
+	if w := writes.Load(); w != queues {
+		t.Fatalf("%d consume-queue writes for %d entries in %d queues, want %d", w, n, queues, queues)
+	}
+	for q := range want {
+		checkAll(t, st, "W", int32(q), want[q])
+	}
+	// More entries in the tails (some queues half written), then a crash.
+	for i := n; i < n+10; i++ {
+		put(i)
+	}
+	crash(st)
+	st = openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	for q := range want {
+		if got := st.MaxOffsetInQueue("W", int32(q)); got != int64(len(want[q])) {
+			t.Fatalf("queue %d: max %d after the crash, want %d", q, got, len(want[q]))
+		}
+		checkAll(t, st, "W", int32(q), want[q])
+	}
+}
+
+// A truncation cuts the tail as well as the file: inside the tail it
+// keeps the written part and the tail's head; below the written part it
+// cuts the file and empties the tail. Reads across the written end and
+// the tail see one sequence.
+func TestConsumeQueueTailTruncate(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushIntervalConsumeQueue = 1 << 30 // the test flushes
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	cq := st.consumeQueue("TT", 0, true)
+	entries := func(from, to int64) []byte {
+		var b []byte
+		for i := from; i < to; i++ {
+			b = AppendCQEntry(b, CQEntry{Offset: i * 100, Size: 100, TagsCode: i})
+		}
+		return b
+	}
+	check := func(want int64) {
+		t.Helper()
+		if got := cq.maxOffset.Load(); got != want {
+			t.Fatalf("max %d, want %d", got, want)
+		}
+		got, _, err := cq.readEntries(nil, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(entries(0, want)) {
+			t.Fatalf("read %d entries, not the %d appended", len(got)/CQEntrySize, want)
+		}
+	}
+	if err := cq.appendEntries(st, 0, entries(0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cq.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cq.appendEntries(st, 5, entries(5, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if w := cq.written.Load(); w != 5 {
+		t.Fatalf("written %d, want 5", w)
+	}
+	check(10)
+	if err := cq.truncatePhy(700); err != nil { // entries 0..6 end at or below 700
+		t.Fatal(err)
+	}
+	check(7)
+	if err := cq.truncatePhy(300); err != nil { // below the written part
+		t.Fatal(err)
+	}
+	if w := cq.written.Load(); w != 3 {
+		t.Fatalf("written %d after a cut below it, want 3", w)
+	}
+	check(3)
+	if err := cq.appendEntries(st, 3, entries(3, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cq.flush(); err != nil {
+		t.Fatal(err)
+	}
+	check(8)
+	if n := st.cqTailBytes.Load(); n != 0 {
+		t.Fatalf("%d tail bytes counted after the flush", n)
+	}
+}

@@ -94,6 +94,9 @@ func (d *dispatcher) run() {
 		}
 		seen = c.dispatchEnd()
 		err := d.pass()
+		if err == nil && d.st.cqTailBytes.Load() > cqTailBudget {
+			err = d.st.writeQueueTails()
+		}
 		if err == nil {
 			d.st.noSpace.clear(d.st, condDispatch)
 		} else if isNoSpace(err) {

@@ -141,7 +141,15 @@
 //
 // The dispatcher ("reput") reads the CommitLog from its cursor to the
 // readable end, appends consume-queue entries and runs the OnDispatch
-// callbacks (long polls). A put wakes it only when it is parked: the
+// callbacks (long polls). Entries collect in their queue's tail in memory
+// (readers are served from it) and are written with one pwrite per queue
+// when the tail reaches 16 KiB, when all tails pass 4 MiB, and before each
+// consume-queue flush (every flushIntervalConsumeQueue, at shutdown and at
+// a truncation), so a queue of a topic with many queues costs about one
+// write per flush interval rather than one per entry. The checkpoint's
+// dispatched offset never passes an entry that is not in its file (a
+// crash loses the tails; recovery dispatches them again from the
+// CommitLog); the files themselves are still created by the dispatcher. A put wakes it only when it is parked: the
 // dispatcher raises an idle flag, re-checks the readable end and only then
 // blocks, and a put reads the flag after publishing its records, so a busy
 // dispatcher costs puts one atomic load and no wake-up is lost. The index
@@ -211,7 +219,8 @@
 // nothing acknowledged lost: CommitLog file creation and spill adoption
 // (allocator back-off), a CommitLog pwrite (the range stays pending, so
 // nothing after it becomes readable, and is written again by the
-// allocator goroutine), consume-queue and index writes (their next pass),
+// allocator goroutine), consume-queue and index writes (their next pass or
+// flush; unwritten entries stay in the tail),
 // the checkpoint (the next flushIntervalConsumeQueue; the older checkpoint
 // stays valid). At shutdown a checkpoint with no room for its temporary
 // file overwrites the existing one in place (one page, CRC-checked; Start

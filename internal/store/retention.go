@@ -143,6 +143,13 @@ func (st *DefaultMessageStore) cleanConsumeQueues() {
 				break
 			}
 			mf := files[0]
+			if (mf.from+mf.size)/CQEntrySize > cq.written.Load() {
+				// Entries of it are still in the tail: written first,
+				// so the tail never begins in a removed file.
+				if err := cq.writeTailLocked(); err != nil || (mf.from+mf.size)/CQEntrySize > cq.written.Load() {
+					break
+				}
+			}
 			e, ok := cq.entryAt((mf.from+mf.size)/CQEntrySize - 1)
 			if !ok || e.Offset+int64(e.Size) > minPhy {
 				break

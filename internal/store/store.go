@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -42,6 +43,9 @@ type DefaultMessageStore struct {
 
 	cqMu sync.RWMutex
 	cqs  map[queueKey]*ConsumeQueue
+	// cqTailBytes is the size of the consume queues' tails (entries not
+	// yet written to their files).
+	cqTailBytes atomic.Int64
 	// cqFiles bounds the descriptors of consume-queue files.
 	cqFiles *fileCache
 
@@ -243,7 +247,11 @@ func (st *DefaultMessageStore) Shutdown() error {
 	var errs []error
 	clean := st.readOnly.Load() == nil
 	if clean {
-		if err := st.flushConsumeQueues(); err != nil {
+		if err := st.flushConsumeQueues(); errors.Is(err, errCQWrite) {
+			// The checkpoint does not claim the unwritten entries: the
+			// next start dispatches them again.
+			st.logger.Warn("store: consume-queue entries not written at shutdown", "err", err)
+		} else if err != nil {
 			errs = append(errs, err)
 			clean = false
 		}
@@ -570,6 +578,7 @@ func (st *DefaultMessageStore) DeleteTopics(topics []string) {
 		st.commitLog.removeQueueOffsets(t)
 		for _, cq := range drop {
 			cq.mu.Lock()
+			cq.dropTailLocked(cq.minOffset.Load())
 			files := cq.mfq.snapshot()
 			cq.mfq.mu.Lock()
 			cq.mfq.files = nil
@@ -647,11 +656,57 @@ func (st *DefaultMessageStore) Stats() Stats {
 	return out
 }
 
-// flushConsumeQueues syncs every dirty consume queue.
+// flushConsumeQueues writes out every consume queue's tail and syncs
+// every dirty queue. A failed tail write leaves the entries in the tail
+// (readable, and kept out of the checkpoint's dispatched offset by
+// checkpointLocked) and is retried at the next flush: when every failure
+// is one, the error wraps errCQWrite (and errCheckpointNoSpace when they
+// all found no space). A failed sync is never one of these.
 func (st *DefaultMessageStore) flushConsumeQueues() error {
 	var errs []error
+	writes, noSpace := true, true
 	for _, cq := range st.allQueues() {
 		if err := cq.flush(); err != nil {
+			errs = append(errs, err)
+			var we *cqWriteError
+			writes = writes && errors.As(err, &we)
+			noSpace = noSpace && isNoSpace(err)
+		}
+	}
+	err := errors.Join(errs...)
+	switch {
+	case err == nil || !writes:
+		return err
+	case noSpace:
+		return fmt.Errorf("store: consume queues: %w: %w: %w", errCQWrite, errCheckpointNoSpace, err)
+	default:
+		return fmt.Errorf("store: consume queues: %w: %w", errCQWrite, err)
+	}
+}
+
+// errCQWrite marks failed writes of consume-queue tails: the entries stay
+// in memory and the write is retried, the store stays writable.
+var errCQWrite = errors.New("consume-queue entries not written")
+
+// unwrittenFrom is the CommitLog offset of the first record whose
+// consume-queue entry is not in its file yet (math.MaxInt64 when none).
+func (st *DefaultMessageStore) unwrittenFrom() int64 {
+	from := int64(math.MaxInt64)
+	if st.cqTailBytes.Load() == 0 {
+		return from
+	}
+	for _, cq := range st.allQueues() {
+		from = min(from, cq.unwrittenFrom())
+	}
+	return from
+}
+
+// writeQueueTails writes out the tail of every consume queue (the
+// dispatcher, when the tails pass cqTailBudget).
+func (st *DefaultMessageStore) writeQueueTails() error {
+	var errs []error
+	for _, cq := range st.allQueues() {
+		if err := cq.writeTail(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -671,11 +726,15 @@ func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues, inP
 }
 
 func (st *DefaultMessageStore) checkpointLocked(dispatched int64, flushQueues, inPlace bool) error {
+	var cqErr error
 	if flushQueues {
-		if err := st.flushConsumeQueues(); err != nil {
-			return err
+		cqErr = st.flushConsumeQueues()
+		if cqErr != nil && !errors.Is(cqErr, errCQWrite) {
+			return cqErr
 		}
 	}
+	// Entries not written (a failed write) are not claimed as durable.
+	dispatched = min(dispatched, st.unwrittenFrom())
 	var indexTs, indexOff int64
 	if st.index != nil {
 		indexOff = st.index.cursor.Load()
@@ -694,7 +753,10 @@ func (st *DefaultMessageStore) checkpointLocked(dispatched int64, flushQueues, i
 	if c := st.commitLog; c.gated.Load() {
 		cp.ConfirmPhyOffset = min(c.confirm.Load(), c.visible.Load())
 	}
-	return writeCheckpoint(st.fs, st.cfg.checkpointPath(), cp, st.Failpoint, inPlace)
+	if err := writeCheckpoint(st.fs, st.cfg.checkpointPath(), cp, st.Failpoint, inPlace); err != nil {
+		return err
+	}
+	return cqErr
 }
 
 // backgroundLoop flushes consume queues and writes the checkpoint every
@@ -721,6 +783,10 @@ func (st *DefaultMessageStore) backgroundLoop() {
 		switch {
 		case err == nil:
 			st.noSpace.clear(st, condCheckpoint)
+		case errors.Is(err, errCQWrite) && !errors.Is(err, errCheckpointNoSpace):
+			// Retried at the next interval; the entries stay readable
+			// and the checkpoint does not claim them.
+			st.logger.Warn("store: consume-queue entries not written; retried", "err", err)
 		case errors.Is(err, errCheckpointNoSpace):
 			// The checkpoint is only a starting point for recovery: an
 			// older one loses nothing. Retried at the next interval.

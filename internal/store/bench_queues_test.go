@@ -1,0 +1,67 @@
+package store
+
+import (
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/message"
+)
+
+// BenchmarkDispatchManyQueues puts 128-byte messages one at a time to
+// 1024 queues in turn (the layout of BenchmarkTest) and ends when every
+// entry is dispatched; cq-writes/op counts the consume-queue writes.
+func BenchmarkDispatchManyQueues(b *testing.B) {
+	const queues = 1024
+	cfg := DefaultConfig()
+	cfg.StorePathRootDir = b.TempDir()
+	cfg.StorePathCommitLog = filepath.Join(cfg.StorePathRootDir, "commitlog")
+	cfg.MappedFileSizeCommitLog = 256 << 20
+	cfg.MessageIndexEnable = false
+	fs := vfs.NewInjector(vfs.OS())
+	st, err := Open(cfg, fs, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer st.Shutdown()
+	for st.commitLog.alloc.readyCount() < 1 {
+		st.commitLog.alloc.kick()
+		runtimeGosched()
+	}
+	done := make(chan PutResult, 1)
+	cb := func(r PutResult) { done <- r }
+	for q := int32(0); q < queues; q++ { // every queue's file exists
+		st.PutMessage(benchMsg(128, q), cb)
+		<-done
+	}
+	waitDispatched(b, st, "BenchTopic", queues-1, 1)
+	var writes atomic.Int64
+	sep := string(filepath.Separator)
+	fs.SetHook(func(op vfs.Op, name string) {
+		if op == vfs.OpWrite && strings.Contains(name, sep+"consumequeue"+sep) {
+			writes.Add(1)
+		}
+	})
+	msgs := make([]*message.Inner, queues)
+	for q := range msgs {
+		msgs[q] = benchMsg(128, int32(q))
+	}
+	b.SetBytes(128)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		st.PutMessage(msgs[i%queues], cb)
+		if r := <-done; r.Status != PutOK {
+			b.Fatalf("put: %v %s", r.Status, r.Remark)
+		}
+	}
+	last := b.N - 1
+	waitDispatched(b, st, "BenchTopic", int32(last%queues), int64(last/queues)+2)
+	b.StopTimer()
+	b.ReportMetric(float64(writes.Load())/float64(b.N), "cq-writes/op")
+}
