@@ -42,6 +42,7 @@ func (l switchLog) TruncateEpochsFrom(epoch int32) error {
 func (l switchLog) SetConfirmOffset(off int64) { l.st.SetConfirmOffset(off) }
 func (l switchLog) RefusePuts(remark string)   { l.st.RefusePuts(remark) }
 func (l switchLog) RebuildQueueOffsets() error { return l.st.RebuildQueueOffsets() }
+func (l switchLog) Sync(end int64) error       { return l.st.SyncTo(end) }
 
 // switchStatus maps a controller-mode replication outcome to the store's
 // PutMessageStatus and the remark the client reads.

@@ -35,6 +35,8 @@ type SwitchLog interface {
 	// RebuildQueueOffsets sets each queue's next offset from the records
 	// (a new master's queues continue its log, dispatched or not).
 	RebuildQueueOffsets() error
+	// Sync makes the log durable up to end.
+	Sync(end int64) error
 }
 
 // SwitchConfig configures an AutoSwitch. Zero durations and sizes take
@@ -308,6 +310,13 @@ func (a *AutoSwitch) ChangeToMaster(masterEpoch int32, syncStateSet []int64, syn
 	}
 	if err := log.TruncateEpochsFrom(masterEpoch + 1); err != nil {
 		return err
+	}
+	// What this broker was elected holding is durable before the epoch
+	// begins: an election leaves the sync-state set this broker alone,
+	// and the slaves that also hold those bytes may cut them to follow
+	// it, so a power cut of this broker must not take them.
+	if err := log.Sync(end); err != nil {
+		return fmt.Errorf("ha: become master of epoch %d: %w", masterEpoch, err)
 	}
 	if lastEpoch(log.Epochs()) != masterEpoch {
 		// A new epoch (not this broker's own epoch again after a restart).

@@ -33,6 +33,7 @@ func (l switchLog) TruncateEpochsFrom(epoch int32) error {
 func (l switchLog) SetConfirmOffset(off int64) { l.st.SetConfirmOffset(off) }
 func (l switchLog) RefusePuts(remark string)   { l.st.RefusePuts(remark) }
 func (l switchLog) RebuildQueueOffsets() error { return l.st.RebuildQueueOffsets() }
+func (l switchLog) Sync(end int64) error       { return l.st.SyncTo(end) }
 
 // replica is one broker of a controller-mode pair: a gated store and its
 // AutoSwitch on a loopback HA listener.

@@ -78,3 +78,34 @@ func TestPutRefusedUnderTheLockAfterARoleChange(t *testing.T) {
 		t.Fatalf("the log moved from %d to %d after the refusal", end, got)
 	}
 }
+
+// SyncTo leaves the checkpoint claiming every byte below end as durable
+// (what a new master was elected holding survives a power cut), where the
+// ASYNC_FLUSH timer alone had not got to it.
+func TestSyncToMakesTheLogDurable(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushIntervalCommitLog = 3600 * 1000
+	cfg.FlushCommitLogThoroughInterval = 3600 * 1000
+	cfg.FlushIntervalConsumeQueue = 3600 * 1000
+	st := openStarted(t, cfg, vfs.OS())
+	t.Cleanup(func() { st.Shutdown() })
+	fillMaster(t, st, 50)
+	end := st.commitLog.visible.Load()
+	cp, _, err := readCheckpoint(st.fs, cfg.checkpointPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.PhysicFlushedOffset >= end {
+		t.Fatalf("the checkpoint already claims %d of %d: the test shows nothing", cp.PhysicFlushedOffset, end)
+	}
+	if err := st.SyncTo(end); err != nil {
+		t.Fatal(err)
+	}
+	cp, _, err = readCheckpoint(st.fs, cfg.checkpointPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.PhysicFlushedOffset < end || st.commitLog.flushedWhere.Load() < end {
+		t.Fatalf("after SyncTo(%d): checkpoint claims %d, flushed %d", end, cp.PhysicFlushedOffset, st.commitLog.flushedWhere.Load())
+	}
+}

@@ -105,6 +105,25 @@ func (st *DefaultMessageStore) awaitPutsLanded() error {
 	}
 }
 
+// SyncTo makes the CommitLog durable up to end (lowered to the readable
+// end) and records it in the checkpoint, so that a power cut after it
+// leaves every byte below end (controller mode: a replica that becomes
+// master first makes durable what it was elected holding, which the
+// other replicas may no longer be counted on for). It waits for the
+// flusher, as a SYNC_FLUSH put does, never under the put lock.
+func (st *DefaultMessageStore) SyncTo(end int64) error {
+	c := st.commitLog
+	end = min(end, c.visible.Load())
+	if c.flushedWhere.Load() < end {
+		ch := make(chan PutResult, 1)
+		c.flusher.wait(end, PutResult{Status: PutOK}, func(r PutResult) { ch <- r })
+		if r := <-ch; r.Status != PutOK {
+			return fmt.Errorf("store: sync the CommitLog to %d: %v %s", end, r.Status, r.Remark)
+		}
+	}
+	return st.writeCheckpoint()
+}
+
 // OnTruncate registers fn, called after a truncation with the offset the
 // log was cut at, once every consume queue is cut: the broker lowers the
 // consumer offsets, delay offsets and timer and transaction progress

@@ -2,6 +2,8 @@ package failover
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spoolmq/spool/test/failover/check"
@@ -12,8 +14,42 @@ type fault struct {
 	kind string
 	// failover: the fault must move setA's master elsewhere.
 	failover bool
+	// needs is what the fault acts on (needMaster, needSlave, needLeader,
+	// or'ed): in a pair, the first fault may leave none, and the second is
+	// then not injected (counted as skipped, not as a run).
+	needs int
 	// inject starts the fault and returns what ends it.
 	inject func(c *cluster) (heal func() error)
+}
+
+const (
+	needMaster = 1 << iota // a running master of setA
+	needSlave              // a running slave in setA's sync-state set
+	needLeader             // a known controller leader
+)
+
+// unmet says what of f.needs setA lacks now ("" when nothing).
+func (c *cluster) unmet(f fault) string {
+	v, m := c.master()
+	var out []string
+	if f.needs&needMaster != 0 && (m == nil || !m.running() || m.isPaused() || m.cut) {
+		out = append(out, "no running master")
+	}
+	if f.needs&needSlave != 0 {
+		ok := false
+		for _, r := range c.a {
+			if r.addr != v.MasterAddr && r.running() && !r.isPaused() && slices.Contains(v.InSync, r.addr) {
+				ok = true
+			}
+		}
+		if !ok {
+			out = append(out, "no running slave in the sync-state set")
+		}
+	}
+	if f.needs&needLeader != 0 && c.controllerLeader() == nil {
+		out = append(out, "no controller leader known")
+	}
+	return strings.Join(out, ", ")
 }
 
 // lease is the master's controller lease with the harness's settings
@@ -22,12 +58,12 @@ type fault struct {
 var lease = 5 * time.Second
 
 var faults = []fault{
-	{kind: "kill -9 master", failover: true, inject: func(c *cluster) func() error {
+	{kind: "kill -9 master", failover: true, needs: needMaster, inject: func(c *cluster) func() error {
 		_, m := c.master()
 		m.kill()
 		return m.startIfStopped
 	}},
-	{kind: "SIGSTOP master > lease", failover: true, inject: func(c *cluster) func() error {
+	{kind: "SIGSTOP master > lease", failover: true, needs: needMaster, inject: func(c *cluster) func() error {
 		_, m := c.master()
 		m.pause()
 		stopped := time.Now()
@@ -39,12 +75,12 @@ var faults = []fault{
 			return nil
 		}
 	}},
-	{kind: "master cut from controllers", failover: true, inject: func(c *cluster) func() error {
+	{kind: "master cut from controllers", failover: true, needs: needMaster, inject: func(c *cluster) func() error {
 		_, m := c.master()
 		m.cutFromControllers(true)
 		return func() error { m.cutFromControllers(false); return nil }
 	}},
-	{kind: "controller leader kill -9", inject: func(c *cluster) func() error {
+	{kind: "controller leader kill -9", needs: needLeader, inject: func(c *cluster) func() error {
 		p := c.controllerLeader()
 		if p == nil {
 			return func() error { return fmt.Errorf("no controller leader known") }
@@ -52,7 +88,7 @@ var faults = []fault{
 		p.kill()
 		return p.startIfStopped
 	}},
-	{kind: "slave restarted", inject: func(c *cluster) func() error {
+	{kind: "slave restarted", needs: needSlave, inject: func(c *cluster) func() error {
 		v, _ := c.master()
 		for _, r := range c.a {
 			if r.addr != v.MasterAddr && r.running() {
@@ -62,9 +98,9 @@ var faults = []fault{
 		}
 		return func() error { return fmt.Errorf("no running slave to restart") }
 	}},
-	{kind: "master restarted, unsynced tail dropped", inject: tailDropped(true)},
-	{kind: "slave restarted, unsynced tail dropped", inject: tailDropped(false)},
-	{kind: "slave killed during truncation", failover: true, inject: killedDuringTruncation},
+	{kind: "master restarted, unsynced tail dropped", needs: needMaster, inject: tailDropped(true)},
+	{kind: "slave restarted, unsynced tail dropped", needs: needSlave, inject: tailDropped(false)},
+	{kind: "slave killed during truncation", failover: true, needs: needMaster | needSlave, inject: killedDuringTruncation},
 }
 
 // awaitHealthy waits until every process runs, setA has a master whose
@@ -106,10 +142,14 @@ func (c *cluster) canFailOver(v view) bool {
 // done its work, before it is healed), waits for each failover and
 // measures it with a probe, then heals in reverse order. It returns the
 // faults as recorded and the errors seen.
-func (c *cluster) step(w *workload, fs ...fault) []error {
-	var errs []error
+func (c *cluster) step(w *workload, fs ...fault) (errs []error, skipped []string) {
 	var heals []func() error
+	var healed []fault
 	for _, f := range fs {
+		if why := c.unmet(f); why != "" {
+			skipped = append(skipped, fmt.Sprintf("%s: %s", f.kind, why))
+			continue
+		}
 		before := c.view.current()
 		rec := check.Fault{Kind: f.kind, Broker: setA, Master: before.MasterAddr, At: time.Now(),
 			Failover: f.failover && c.canFailOver(before)}
@@ -117,6 +157,7 @@ func (c *cluster) step(w *workload, fs ...fault) []error {
 			rec.Master = c.view.leader()
 		}
 		heals = append(heals, f.inject(c))
+		healed = append(healed, f)
 		w.rec.Faulted(rec)
 		switch {
 		case rec.Failover:
@@ -144,8 +185,8 @@ func (c *cluster) step(w *workload, fs ...fault) []error {
 	}
 	for i := len(heals) - 1; i >= 0; i-- {
 		if err := heals[i](); err != nil {
-			errs = append(errs, fmt.Errorf("healing %s: %w", fs[i].kind, err))
+			errs = append(errs, fmt.Errorf("healing %s: %w", healed[i].kind, err))
 		}
 	}
-	return errs
+	return errs, skipped
 }
