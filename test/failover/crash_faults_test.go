@@ -142,7 +142,7 @@ func (c *cluster) crashDuringTruncation(r *replica, point string) error {
 	case err == nil:
 		if !r.awaitExit(90 * time.Second) {
 			r.kill()
-			err = fmt.Errorf("%s did not reach %s within 90s: it truncated nothing on rejoining", r.name, point)
+			err = fmt.Errorf("%s did not reach %s within 90s: it truncated nothing on rejoining; its output ends:\n%s", r.name, point, tail(r.output()))
 		}
 	case errors.Is(err, errExited):
 		err = nil // it reached the point before it printed ready
