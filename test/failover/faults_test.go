@@ -23,9 +23,10 @@ type fault struct {
 }
 
 const (
-	needMaster = 1 << iota // a running master of setA
-	needSlave              // a running slave in setA's sync-state set
-	needLeader             // a known controller leader
+	needMaster     = 1 << iota // a running master of setA
+	needSlave                  // a running slave of setA
+	needSlaveInSet             // a running slave in setA's sync-state set
+	needLeader                 // a known controller leader
 )
 
 // unmet says what of f.needs setA lacks now ("" when nothing).
@@ -35,15 +36,19 @@ func (c *cluster) unmet(f fault) string {
 	if f.needs&needMaster != 0 && (m == nil || !m.running() || m.isPaused() || m.cut) {
 		out = append(out, "no running master")
 	}
-	if f.needs&needSlave != 0 {
+	if f.needs&(needSlave|needSlaveInSet) != 0 {
 		ok := false
 		for _, r := range c.a {
-			if r.addr != v.MasterAddr && r.running() && !r.isPaused() && slices.Contains(v.InSync, r.addr) {
+			if r.addr != v.MasterAddr && r.running() && !r.isPaused() && (f.needs&needSlaveInSet == 0 || slices.Contains(v.InSync, r.addr)) {
 				ok = true
 			}
 		}
-		if !ok {
+		switch {
+		case ok:
+		case f.needs&needSlaveInSet != 0:
 			out = append(out, "no running slave in the sync-state set")
+		default:
+			out = append(out, "no running slave")
 		}
 	}
 	if f.needs&needLeader != 0 && c.controllerLeader() == nil {
@@ -100,7 +105,7 @@ var faults = []fault{
 	}},
 	{kind: "master restarted, unsynced tail dropped", needs: needMaster, inject: tailDropped(true)},
 	{kind: "slave restarted, unsynced tail dropped", needs: needSlave, inject: tailDropped(false)},
-	{kind: "slave killed during truncation", failover: true, needs: needMaster | needSlave, inject: killedDuringTruncation},
+	{kind: "slave killed during truncation", failover: true, needs: needMaster | needSlaveInSet, inject: killedDuringTruncation},
 }
 
 // awaitHealthy waits until every process runs, setA has a master whose
