@@ -107,6 +107,14 @@ func (c *cluster) leaveTail() (*replica, error) {
 	if len(slaves) == 0 {
 		return nil, fmt.Errorf("no running slave in the sync-state set (view %v)", v)
 	}
+	// The master must be serving first: one restarted in its own epoch
+	// refuses sends while it checks its sync-state set's logs, and would
+	// write no tail.
+	if c.w != nil {
+		if err := c.w.awaitAckBy(m.addr, 60*time.Second); err != nil {
+			return nil, err
+		}
+	}
 	var tailer producerAPI
 	name := fmt.Sprintf("tail%d", tailSeq.Add(1))
 	if c.w != nil {

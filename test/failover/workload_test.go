@@ -107,6 +107,24 @@ func (w *workload) send(p producerAPI, name string, seq int64) (check.Send, bool
 	return s, true
 }
 
+// awaitAckBy sends to setA with a fresh producer until addr acknowledges
+// one (each send recorded, under a key of its own).
+func (w *workload) awaitAckBy(addr string, limit time.Duration) error {
+	name := fmt.Sprintf("ready%d", readySeq.Add(1))
+	p := w.newProducer(name, &setASelector{})
+	defer p.Shutdown()
+	deadline := time.Now().Add(limit)
+	for seq := int64(1); time.Now().Before(deadline); seq++ {
+		if s, ok := w.send(p, name, seq); ok && s.Addr == addr {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s acknowledged no send within %v", addr, limit)
+}
+
+var readySeq atomic.Int64
+
 // storeAddr is the broker address an offset message id names.
 func storeAddr(offsetMsgID string) string {
 	id, err := primitive.UnmarshalMsgID([]byte(offsetMsgID))
