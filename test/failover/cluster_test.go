@@ -28,13 +28,16 @@ const refusal = "enableControllerMode=true needs the AutoSwitch replication engi
 
 // cluster is the system under test.
 type cluster struct {
-	t    testing.TB
-	dir  string
-	ctls []*proc
-	ns   *proc
-	a    []*replica
-	b    *proc
-	view *watcher
+	t testing.TB
+	// masterKilledAt is when the last truncation fault killed the master
+	// (leaveTail): its failover is measured from there.
+	masterKilledAt time.Time
+	dir            string
+	ctls           []*proc
+	ns             *proc
+	a              []*replica
+	b              *proc
+	view           *watcher
 	// brokerSets is extra --set arguments of every replica of setA.
 	brokerSets []string
 	// w is the workload running against the cluster (nil: none yet);

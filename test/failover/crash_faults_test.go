@@ -131,6 +131,7 @@ func (c *cluster) leaveTail() (*replica, error) {
 	}
 	time.Sleep(2 * time.Second)
 	m.kill()
+	c.masterKilledAt = time.Now()
 	var errs []error
 	for _, s := range slaves {
 		errs = append(errs, s.start())

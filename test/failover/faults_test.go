@@ -161,8 +161,14 @@ func (c *cluster) step(w *workload, fs ...fault) (errs []error, skipped []string
 		if f.kind == "controller leader kill -9" {
 			rec.Master = c.view.leader()
 		}
+		c.masterKilledAt = time.Time{}
 		heals = append(heals, f.inject(c))
 		healed = append(healed, f)
+		if !c.masterKilledAt.IsZero() {
+			// The fault readied the master and wrote it a tail first: the
+			// failover runs from the kill.
+			rec.At = c.masterKilledAt
+		}
 		w.rec.Faulted(rec)
 		switch {
 		case rec.Failover:

@@ -186,11 +186,13 @@ func (w *workload) probe(old string, limit time.Duration) (check.Send, error) {
 	deadline := time.Now().Add(limit)
 	sel := &setASelector{}
 	var seq int64
+	// A name per probe: the checker tells messages apart by key.
+	name := fmt.Sprintf("probe%d", readySeq.Add(1))
 	for time.Now().Before(deadline) {
-		p := w.newProducer("probe", sel)
+		p := w.newProducer(name, sel)
 		for time.Now().Before(deadline) {
 			seq++
-			s, ok := w.send(p, "probe", seq)
+			s, ok := w.send(p, name, seq)
 			if !ok {
 				break
 			}
