@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,7 +165,7 @@ func (b *Broker) resolveMasterHA(ctx context.Context, master string) string {
 		how = "answered by the master"
 	}
 	if addr == "" {
-		addr = portPlusOne(master)
+		addr = failover.DefaultHAAddr(master)
 		how = "the master's port + 1 (default haListenPort)"
 	}
 	if b.hainfo.changed(master, addr+" "+how) {
@@ -196,18 +195,4 @@ func (b *Broker) askMasterHA(ctx context.Context, master string) (string, error)
 		return a, nil
 	}
 	return "", fmt.Errorf("EXCHANGE_BROKER_HA_INFO answered no masterHaAddress (the broker is not master yet)")
-}
-
-// portPlusOne is host:port+1 of a remoting address (addr as is when it
-// has no numeric port).
-func portPlusOne(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return addr
-	}
-	return net.JoinHostPort(host, strconv.Itoa(p+1))
 }

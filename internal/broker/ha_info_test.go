@@ -30,7 +30,7 @@ func TestExchangeBrokerHAInfo(t *testing.T) {
 	haPort := freePort(t)
 	m := startBroker(t, func(c *Config, _ *store.Config) { c.HA.ListenPort = haPort })
 	wantHA := net.JoinHostPort("127.0.0.1", strconv.Itoa(haPort))
-	if m.b.Addr() == portPlusOne(wantHA) {
+	if m.b.Addr() == failover.DefaultHAAddr(wantHA) {
 		t.Skip("the free HA port is listenPort+1 by chance")
 	}
 	s := startBroker(t, func(c *Config, sc *store.Config) {
@@ -92,8 +92,8 @@ func TestExchangeBrokerHAInfoControllerMode(t *testing.T) {
 	master := dead.Addr().String()
 	dead.Close()
 	ctx := context.Background()
-	if got := e.b.resolveMasterHA(ctx, master); got != portPlusOne(master) {
-		t.Fatalf("an unreachable master resolved to %q, want %s", got, portPlusOne(master))
+	if got := e.b.resolveMasterHA(ctx, master); got != failover.DefaultHAAddr(master) {
+		t.Fatalf("an unreachable master resolved to %q, want %s", got, failover.DefaultHAAddr(master))
 	}
 	resp := e.invoke(haInfoRequest(map[string]string{"masterHaAddress": "127.0.0.1:4242", "masterAddress": master}, remoting.SerializeJSON))
 	if resp.Code != remoting.Success {
@@ -126,7 +126,7 @@ func TestControllerModeSlaveFindsMasterHAPort(t *testing.T) {
 		st := m.b.failover.Status()
 		return st.Role == failover.RoleMaster && !st.Fenced
 	})
-	if m.b.Addr() == portPlusOne(net.JoinHostPort("127.0.0.1", strconv.Itoa(haPort))) {
+	if m.b.Addr() == failover.DefaultHAAddr(net.JoinHostPort("127.0.0.1", strconv.Itoa(haPort))) {
 		t.Skip("the free HA port is listenPort+1 by chance")
 	}
 	if got := m.b.sw.advertisedHA(); got != net.JoinHostPort("127.0.0.1", strconv.Itoa(haPort)) {

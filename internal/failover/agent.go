@@ -125,7 +125,7 @@ func New(d Deps) (*Agent, error) {
 		d.CallTimeout = 3 * time.Second
 	}
 	if d.MasterHAAddr == nil {
-		d.MasterHAAddr = defaultHAAddr
+		d.MasterHAAddr = DefaultHAAddr
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -141,8 +141,9 @@ func New(d Deps) (*Agent, error) {
 	return a, nil
 }
 
-// defaultHAAddr is host:port+1 of a remoting address.
-func defaultHAAddr(addr string) string {
+// DefaultHAAddr is host:port+1 of a remoting address (RocketMQ's default
+// haListenPort), addr as is when it has no numeric port.
+func DefaultHAAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return addr

@@ -232,7 +232,7 @@ func TestFailoverAgainstController(t *testing.T) {
 	if err := b2.agent.Bootstrap(ctx, b2.addr); err != nil {
 		t.Fatal(err)
 	}
-	b2.rep.waitFor(t, "slave of 1 at "+defaultHAAddr(b1.addr)+" epoch=1")
+	b2.rep.waitFor(t, "slave of 1 at "+DefaultHAAddr(b1.addr)+" epoch=1")
 	for _, b := range []*testBroker{b1, b2} {
 		id, ok, err := b.agent.files.Load(false)
 		if !ok || err != nil || id.BrokerID != b.agent.Status().BrokerID {
@@ -332,7 +332,7 @@ func TestFailoverAgainstController(t *testing.T) {
 	// The old master's contact returns: it learns the newer epoch, becomes
 	// a slave and stays fenced.
 	b1.agent.HeartbeatOnce(ctx)
-	b1.rep.waitFor(t, "slave of 2 at "+defaultHAAddr(b2.addr)+" epoch=2")
+	b1.rep.waitFor(t, "slave of 2 at "+DefaultHAAddr(b2.addr)+" epoch=2")
 	waitRole(t, b1.agent, RoleSlave, 2)
 	if st := b1.agent.Status(); st.Role != RoleSlave || !st.Fenced || !b1.rep.isFenced() {
 		t.Fatalf("old master: %+v", st)
@@ -347,7 +347,7 @@ func TestFailoverAgainstController(t *testing.T) {
 	if st := again.agent.Status(); st.BrokerID != 1 {
 		t.Fatalf("restarted broker got id %d", st.BrokerID)
 	}
-	again.rep.waitFor(t, "slave of 2 at "+defaultHAAddr(b2.addr)+" epoch=2")
+	again.rep.waitFor(t, "slave of 2 at "+DefaultHAAddr(b2.addr)+" epoch=2")
 
 	// A broker that stopped after writing its temp file resumes with
 	// APPLY_BROKER_ID; when its id went to another broker meanwhile, it

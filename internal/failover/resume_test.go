@@ -121,7 +121,7 @@ func restartedMaster(t *testing.T, end int64, peer func(*remoting.Command) *remo
 	if err := b2.agent.Bootstrap(ctx, b2.addr); err != nil {
 		t.Fatal(err)
 	}
-	b2.rep.waitFor(t, "slave of 1 at "+defaultHAAddr(b1.addr)+" epoch=1")
+	b2.rep.waitFor(t, "slave of 1 at "+DefaultHAAddr(b1.addr)+" epoch=1")
 	b1.agent.HeartbeatOnce(ctx)
 	b1.rep.mu.Lock()
 	b1.rep.confirm, b1.rep.max = 4096, 4096
@@ -169,7 +169,7 @@ func TestRestartedMasterBehindElectsTheMember(t *testing.T) {
 	if err := m.agent.Bootstrap(context.Background(), m.addr); err != nil {
 		t.Fatal(err)
 	}
-	m.rep.waitFor(t, "slave of 2 at "+defaultHAAddr(b2.addr)+" epoch=2")
+	m.rep.waitFor(t, "slave of 2 at "+DefaultHAAddr(b2.addr)+" epoch=2")
 	waitRole(t, m.agent, RoleSlave, 2)
 	b2.rep.waitFor(t, "master epoch=2 set=[2]")
 	if m.rep.called("master") {
