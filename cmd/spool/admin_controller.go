@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spoolmq/spool/internal/ctlbody"
 	"os"
 	"sort"
 	"strconv"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoolmq/spool/internal/controller"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
 )
@@ -236,7 +236,7 @@ func (e *adminEnv) brokerNamesOf(cluster string) ([]string, error) {
 	return names, nil
 }
 
-func replicaString(r controller.ReplicaIdentity) string {
+func replicaString(r ctlbody.ReplicaIdentity) string {
 	return fmt.Sprintf("ReplicaIdentity{brokerName='%s', brokerId=%d, brokerAddress='%s', alive=%t}",
 		r.BrokerName, r.BrokerID, r.BrokerAddress, r.Alive)
 }
@@ -290,7 +290,7 @@ func (a *admin) getSyncStateSet() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				var info controller.BrokerReplicasInfo
+				var info ctlbody.BrokerReplicasInfo
 				if err := json.Unmarshal(resp.Body, &info); err != nil {
 					return fmt.Errorf("CONTROLLER_GET_SYNC_STATE_DATA answer: %w", err)
 				}
@@ -316,22 +316,6 @@ func (a *admin) getSyncStateSet() *cobra.Command {
 				return nil
 			})
 		})
-}
-
-// epochEntry and epochEntryCache are RocketMQ's EpochEntry and
-// EpochEntryCache (GET_BROKER_EPOCH_CACHE's body).
-type epochEntry struct {
-	Epoch       int32 `json:"epoch"`
-	StartOffset int64 `json:"startOffset"`
-	EndOffset   int64 `json:"endOffset"`
-}
-
-type epochEntryCache struct {
-	ClusterName string       `json:"clusterName"`
-	BrokerName  string       `json:"brokerName"`
-	BrokerID    int64        `json:"brokerId"`
-	EpochList   []epochEntry `json:"epochList"`
-	MaxOffset   int64        `json:"maxOffset"`
 }
 
 func (a *admin) getBrokerEpoch() *cobra.Command {
@@ -364,7 +348,7 @@ func (a *admin) getBrokerEpoch() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					var c epochEntryCache
+					var c ctlbody.EpochEntryCache
 					if err := json.Unmarshal(resp.Body, &c); err != nil {
 						return fmt.Errorf("GET_BROKER_EPOCH_CACHE answer of %s: %w", r.Addr, err)
 					}
@@ -410,7 +394,7 @@ func (a *admin) electMaster() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var body controller.ElectMasterResponseBody
+			var body ctlbody.ElectMasterResponseBody
 			if len(resp.Body) > 0 {
 				if err := json.Unmarshal(resp.Body, &body); err != nil {
 					return fmt.Errorf("CONTROLLER_ELECT_MASTER answer: %w", err)

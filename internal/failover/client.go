@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spoolmq/spool/internal/ctlbody"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,17 +136,6 @@ func headerInt64(resp *remoting.Command, k string, def int64) (int64, error) {
 	return n, nil
 }
 
-// syncStateSetBody is RocketMQ's SyncStateSet body.
-type syncStateSetBody struct {
-	SyncStateSet      []int64 `json:"syncStateSet"`
-	SyncStateSetEpoch int32   `json:"syncStateSetEpoch"`
-}
-
-// electBody is the part of ElectMasterResponseBody the broker reads.
-type electBody struct {
-	SyncStateSet []int64 `json:"syncStateSet"`
-}
-
 // viewOf reads the master fields of an answer or push and its body: a
 // SyncStateSet body (withSetEpochInBody) or an ElectMasterResponseBody
 // with the set's epoch in the header.
@@ -168,14 +158,14 @@ func viewOf(resp *remoting.Command, electAnswer bool) (View, error) {
 		return v, nil
 	}
 	if electAnswer {
-		var b electBody
+		var b ctlbody.ElectMasterResponseBody
 		if err := json.Unmarshal(resp.Body, &b); err != nil {
 			return v, fmt.Errorf("ElectMasterResponseBody: %w", err)
 		}
 		v.SyncStateSet = b.SyncStateSet
 		return v, nil
 	}
-	var b syncStateSetBody
+	var b ctlbody.SyncStateSet
 	if err := json.Unmarshal(resp.Body, &b); err != nil {
 		return v, fmt.Errorf("SyncStateSet body: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spoolmq/spool/internal/ctlbody"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,34 +15,6 @@ import (
 
 // errStopped: the agent was closed while it waited.
 var errStopped = errors.New("the controller client stopped")
-
-// replicasInfoBody is the part of RocketMQ's BrokerReplicasInfo (the
-// CONTROLLER_GET_SYNC_STATE_DATA answer) the broker reads.
-type replicasInfoBody struct {
-	ReplicasInfoTable map[string]struct {
-		MasterBrokerID    int64  `json:"masterBrokerId"`
-		MasterAddress     string `json:"masterAddress"`
-		MasterEpoch       int32  `json:"masterEpoch"`
-		SyncStateSetEpoch int32  `json:"syncStateSetEpoch"`
-		InSyncReplicas    []struct {
-			BrokerID      int64  `json:"brokerId"`
-			BrokerAddress string `json:"brokerAddress"`
-		} `json:"inSyncReplicas"`
-	} `json:"replicasInfoTable"`
-}
-
-// epochCacheBody is the part of RocketMQ's EpochEntryCache (the
-// GET_BROKER_EPOCH_CACHE answer) the broker reads.
-type epochCacheBody struct {
-	ClusterName string `json:"clusterName"`
-	BrokerName  string `json:"brokerName"`
-	BrokerID    int64  `json:"brokerId"`
-	EpochList   []struct {
-		Epoch       int32 `json:"epoch"`
-		StartOffset int64 `json:"startOffset"`
-	} `json:"epochList"`
-	MaxOffset int64 `json:"maxOffset"`
-}
 
 // member is a replica of the sync-state set and its remoting address.
 type member struct {
@@ -60,7 +33,7 @@ func (a *Agent) syncStateData(ctx context.Context) (View, []member, error) {
 	if err != nil {
 		return View{}, nil, fmt.Errorf("CONTROLLER_GET_SYNC_STATE_DATA: %w", err)
 	}
-	var info replicasInfoBody
+	var info ctlbody.BrokerReplicasInfo
 	if err := json.Unmarshal(resp.Body, &info); err != nil {
 		return View{}, nil, fmt.Errorf("CONTROLLER_GET_SYNC_STATE_DATA answer: %w", err)
 	}
@@ -113,7 +86,7 @@ func (a *Agent) memberLog(ctx context.Context, m member) (MemberLog, error) {
 	if resp.Code != remoting.Success {
 		return MemberLog{}, &codeError{resp.Code, resp.Remark}
 	}
-	var c epochCacheBody
+	var c ctlbody.EpochEntryCache
 	if err := json.Unmarshal(resp.Body, &c); err != nil {
 		return MemberLog{}, fmt.Errorf("EpochEntryCache: %w", err)
 	}

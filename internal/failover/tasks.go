@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"encoding/json"
+	"github.com/spoolmq/spool/internal/ctlbody"
 	"slices"
 	"strconv"
 	"sync"
@@ -303,7 +304,7 @@ func (a *Agent) CheckSyncStateSetOnce(ctx context.Context) {
 			return
 		}
 	}
-	body, _ := json.Marshal(syncStateSetBody{SyncStateSet: next, SyncStateSetEpoch: setEpoch})
+	body, _ := json.Marshal(ctlbody.SyncStateSet{SyncStateSet: next, SyncStateSetEpoch: setEpoch})
 	resp, err := a.ctl.callLeader(ctx, func() *remoting.Command {
 		return remoting.NewRequest(remoting.ControllerAlterSyncStateSet, map[string]string{
 			"brokerName": a.d.BrokerName, "masterBrokerId": strconv.FormatInt(id, 10),
@@ -314,7 +315,7 @@ func (a *Agent) CheckSyncStateSetOnce(ctx context.Context) {
 		restore()
 		return
 	}
-	var got syncStateSetBody
+	var got ctlbody.SyncStateSet
 	if err := json.Unmarshal(resp.Body, &got); err != nil {
 		// The controller may have taken it: the union stays counted until
 		// the next view names the set.

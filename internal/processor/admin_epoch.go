@@ -3,6 +3,7 @@ package processor
 import (
 	"math"
 
+	"github.com/spoolmq/spool/internal/ctlbody"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -14,25 +15,12 @@ type EpochTable interface {
 	Entries() []store.EpochEntry
 }
 
-// EpochEntry is RocketMQ's EpochEntry as JSON: an epoch and the CommitLog
-// range its bytes occupy (the last entry ends at Long.MAX_VALUE, as
-// RocketMQ's epoch cache leaves it; mqadmin prints maxOffset there).
-// Fields are in fastjson's (alphabetical) order.
-type EpochEntry struct {
-	EndOffset   int64 `json:"endOffset"`
-	Epoch       int32 `json:"epoch"`
-	StartOffset int64 `json:"startOffset"`
-}
-
-// EpochEntryCache is RocketMQ's EpochEntryCache body, the answer to
-// GET_BROKER_EPOCH_CACHE.
-type EpochEntryCache struct {
-	BrokerID    int64        `json:"brokerId"`
-	BrokerName  string       `json:"brokerName"`
-	ClusterName string       `json:"clusterName"`
-	EpochList   []EpochEntry `json:"epochList"`
-	MaxOffset   int64        `json:"maxOffset"`
-}
+// EpochEntry and EpochEntryCache are ctlbody's GET_BROKER_EPOCH_CACHE
+// body.
+type (
+	EpochEntry      = ctlbody.EpochEntry
+	EpochEntryCache = ctlbody.EpochEntryCache
+)
 
 // notControllerMode is RocketMQ 5.3's remark for GET_BROKER_EPOCH_CACHE
 // on a broker outside controller mode (trailing space included).

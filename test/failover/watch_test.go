@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spoolmq/spool/internal/ctlbody"
 	"slices"
 	"strings"
 	"sync"
@@ -109,22 +110,11 @@ func (w *watcher) poll() {
 		w.mu.Lock()
 		w.leaderA = a
 		w.mu.Unlock()
-		var body struct {
-			Table map[string]struct {
-				MasterBrokerID    int64  `json:"masterBrokerId"`
-				MasterAddress     string `json:"masterAddress"`
-				MasterEpoch       int32  `json:"masterEpoch"`
-				SyncStateSetEpoch int32  `json:"syncStateSetEpoch"`
-				InSyncReplicas    []struct {
-					BrokerID      int64  `json:"brokerId"`
-					BrokerAddress string `json:"brokerAddress"`
-				} `json:"inSyncReplicas"`
-			} `json:"replicasInfoTable"`
-		}
+		var body ctlbody.BrokerReplicasInfo
 		if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &body) != nil {
 			return
 		}
-		info, ok := body.Table[w.name]
+		info, ok := body.ReplicasInfoTable[w.name]
 		if !ok {
 			return // not registered yet
 		}
