@@ -465,6 +465,20 @@ func (b *Broker) onTruncate(offset int64) {
 		"offset", offset, "consumerOffsets", n, "delayOffsets", delay)
 }
 
+// every runs fn every d until the broker stops.
+func (b *Broker) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
+
 // housekeeping expires silent clients.
 func (b *Broker) housekeeping() {
 	t := time.NewTicker(10 * time.Second)

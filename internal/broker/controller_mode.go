@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spoolmq/spool/internal/failover"
 	"github.com/spoolmq/spool/internal/store"
@@ -203,22 +202,15 @@ func (b *Broker) startControllerMode() {
 // RocketMQ's SlaveSynchronize does in controller mode too): a broker
 // elected master with no wheel file of its own starts its wheel from it.
 func (b *Broker) runTimerCheckpointCopy() {
-	t := time.NewTicker(syncCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-		}
+	b.every(syncCheckInterval, func() {
 		st := b.failover.Status()
 		if st.Role != failover.RoleSlave || st.MasterAddr == "" || !b.config().TimerWheelEnable {
-			continue
+			return
 		}
 		if err := b.syncTimerCheckpoint(st.MasterAddr); err != nil {
 			b.logger.Warn("controller mode: copy the master's timer checkpoint", "master", st.MasterAddr, "err", err)
 		}
-	}
+	})
 }
 
 // closeControllerMode stops it.

@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"syscall"
-	"time"
 )
 
 // runSlaveResume retries a slave's replication stopped by a full disk
@@ -17,16 +16,9 @@ func (b *Broker) runSlaveResume(r *replication) {
 	if every <= 0 {
 		every = millis(DefaultHAConfig().SendHeartbeatInterval)
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-		}
+	b.every(every, func() {
 		if err := r.slave.Err(); err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
 			r.slave.Resume()
 		}
-	}
+	})
 }

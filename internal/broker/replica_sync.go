@@ -104,17 +104,8 @@ type slaveSyncCounts struct {
 
 // runSlaveSync copies the master's metadata until the broker stops.
 func (b *Broker) runSlaveSync(r *replication) {
-	t := time.NewTicker(syncCheckInterval)
-	defer t.Stop()
 	st := b.newSlaveSync()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-		}
-		b.slaveSyncRound(r, st)
-	}
+	b.every(syncCheckInterval, func() { b.slaveSyncRound(r, st) })
 }
 
 func (b *Broker) newSlaveSync() *slaveSync {
