@@ -216,6 +216,7 @@ func (a *Agent) Start(addr string) {
 			}
 		})
 		a.loop(ms(a.d.Config.CheckSyncStateSetPeriod), func() { a.CheckSyncStateSetOnce(ctx) })
+		a.loop(min(expandTick, ms(a.d.Config.CheckSyncStateSetPeriod)), func() { a.ExpandSyncStateSetOnce(ctx) })
 		a.loop(a.fenceTick(), func() { a.CheckLease() })
 	}()
 }

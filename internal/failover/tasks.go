@@ -257,7 +257,19 @@ func (a *Agent) SyncBrokerMetadataOnce(ctx context.Context) {
 // set (NextSyncStateSet) and, when it changed, propose it
 // (ALTER_SYNC_STATE_SET); the replica takes it only once the controller
 // accepted it.
-func (a *Agent) CheckSyncStateSetOnce(ctx context.Context) {
+func (a *Agent) CheckSyncStateSetOnce(ctx context.Context) { a.checkSyncStateSet(ctx, false) }
+
+// ExpandSyncStateSetOnce is the round between the periodic ones: it
+// proposes a set only when a slave has caught up to join it, at once (as
+// RocketMQ's master does when a slave's acknowledgement reaches it), so a
+// new master, whose set an election leaves it alone in, counts its slaves
+// again within expandTick rather than checkSyncStateSetPeriod.
+func (a *Agent) ExpandSyncStateSetOnce(ctx context.Context) { a.checkSyncStateSet(ctx, true) }
+
+// expandTick is how often a master looks for a slave ready to join.
+const expandTick = 200 * time.Millisecond
+
+func (a *Agent) checkSyncStateSet(ctx context.Context, onlyExpand bool) {
 	a.roleMu.Lock()
 	defer a.roleMu.Unlock()
 	reps := a.d.Replica.Replicas()
@@ -278,7 +290,7 @@ func (a *Agent) CheckSyncStateSetOnce(ctx context.Context) {
 	next, changed := NextSyncStateSet(in)
 	id, epoch, setEpoch := a.id, a.epoch, a.setEpoch
 	a.mu.Unlock()
-	if !changed {
+	if !changed || onlyExpand && len(Joining(in.Set, next)) == 0 {
 		return
 	}
 	// While an expansion is in flight the master acknowledges only what
