@@ -213,8 +213,17 @@ func (c *switchClient) session(conn net.Conn) error {
 	}
 	var rb [SwitchReportSize]byte
 	reported := int64(-1)
+	// The first report is where the master starts sending: the end of the
+	// appended bytes. Later ones are acknowledgements: only what survives
+	// a kill of this process (AckOffset: not the bytes still in the write
+	// spill, waiting for their CommitLog file), never below the first.
+	first := log.MaxOffset()
+	ackOffset := func() int64 { return max(log.AckOffset(), first) }
 	report := func(force bool) error {
-		off := log.MaxOffset()
+		off := ackOffset()
+		if force {
+			off = first
+		}
 		if !force && off <= reported {
 			return nil
 		}
@@ -239,7 +248,7 @@ func (c *switchClient) session(conn net.Conn) error {
 			case <-cfg.Clock.After(cfg.SendHeartbeatInterval):
 			}
 			var b [SwitchReportSize]byte
-			PutSwitchReport(b[:], log.MaxOffset())
+			PutSwitchReport(b[:], ackOffset())
 			if write(b[:]) != nil {
 				conn.Close()
 				return

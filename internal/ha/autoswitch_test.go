@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,5 +420,59 @@ func TestConsistentPointNeverPastTheLocalEnd(t *testing.T) {
 		if !ok || got != c.want {
 			t.Errorf("%s: %d %v, want %d", c.name, got, ok, c.want)
 		}
+	}
+}
+
+// heldSwitchLog holds a slave's AckOffset at hold while hold is not -1, as
+// the store does while replicated bytes are only in its write spill.
+type heldSwitchLog struct {
+	switchLog
+	hold *atomic.Int64
+}
+
+func (h heldSwitchLog) AckOffset() int64 {
+	a := h.switchLog.AckOffset()
+	if hold := h.hold.Load(); hold >= 0 {
+		return min(a, hold)
+	}
+	return a
+}
+
+// A controller-mode slave acknowledges only what survives a kill of its
+// process (AckOffset), not bytes still waiting in memory: a master with
+// allAckInSyncStateSet answers a put only once the slave may acknowledge
+// it.
+func TestAutoSwitchSlaveAcknowledgesOnlyWhatSurvivesAKill(t *testing.T) {
+	m := startReplica(t, 1, func(c *SwitchConfig) { c.AllAckInSyncStateSet = true })
+	hold := &atomic.Int64{}
+	hold.Store(-1)
+	s := startReplica(t, 2, func(c *SwitchConfig) {
+		c.Log = heldSwitchLog{switchLog: c.Log.(switchLog), hold: hold}
+	})
+	if err := m.as.ChangeToMaster(1, []int64{1, 2}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.as.ChangeToSlave(1, m.addr, 1); err != nil {
+		t.Fatal(err)
+	}
+	first := putOn(t, m, 3, "first")
+	got := make(chan Outcome, 1)
+	m.as.WaitReplicated(first, func(o Outcome) { got <- o })
+	if o := <-got; o != ReplicaOK {
+		t.Fatalf("first: %v", o)
+	}
+	hold.Store(first)
+	end := putOn(t, m, 5, "held")
+	m.as.WaitReplicated(end, func(o Outcome) { got <- o })
+	eventually(t, "the slave to hold the bytes", func() bool { return s.log.MaxOffset() == end })
+	time.Sleep(200 * time.Millisecond) // several reports
+	select {
+	case o := <-got:
+		t.Fatalf("answered %v while the slave held the bytes only in memory", o)
+	default:
+	}
+	hold.Store(-1)
+	if o := <-got; o != ReplicaOK {
+		t.Fatalf("after the hold: %v", o)
 	}
 }
