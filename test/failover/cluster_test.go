@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -200,7 +201,7 @@ func (c *cluster) newReplica(i int) *replica {
 		// and on at least two replicas, so a power cut of any one replica
 		// (the crash faults) is within what a SEND_OK promises under
 		// ASYNC_FLUSH.
-		"--set", "allAckInSyncStateSet=true", "--set", "minInSyncReplicas=2",
+		"--set", "allAckInSyncStateSet=true", "--set", "minInSyncReplicas=" + strconv.Itoa(minInSyncReplicas),
 		"--set", "vipChannelEnable=false", "--set", smallFiles}
 	for _, kv := range c.brokerSets {
 		args = append(args, "--set", kv)

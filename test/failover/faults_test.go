@@ -133,15 +133,23 @@ func (c *cluster) awaitHealthy(limit time.Duration) error {
 }
 
 // canFailOver reports whether setA has a replica other than its master,
-// running and in the sync-state set, that an election may choose.
+// running and in the sync-state set, that an election may choose, and
+// besides the master at least minInSyncReplicas running replicas, so that
+// the new master can acknowledge once one of them joins its set.
 func (c *cluster) canFailOver(v view) bool {
-	for _, a := range v.InSync {
-		if r := c.replicaAt(a); a != v.MasterAddr && r != nil && r.running() && !r.isPaused() && !r.cut {
-			return true
+	electable, up := false, 0
+	for _, r := range c.a {
+		if r.addr == v.MasterAddr || !r.running() || r.isPaused() || r.cut {
+			continue
 		}
+		up++
+		electable = electable || slices.Contains(v.InSync, r.addr)
 	}
-	return false
+	return electable && up >= minInSyncReplicas
 }
+
+// minInSyncReplicas is setA's minInSyncReplicas (newReplica).
+const minInSyncReplicas = 2
 
 // step injects fs (one fault, or a pair: the second once the first has
 // done its work, before it is healed), waits for each failover and
