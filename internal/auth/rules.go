@@ -234,6 +234,9 @@ func init() {
 		{Code: remoting.ControllerGetNextBrokerID, Kind: Inner},
 		{Code: remoting.ControllerApplyBrokerID, Kind: Inner},
 		{Code: remoting.GetBrokerEpochCache, Kind: Inner},
+		// A slave asking its master for its HA address (RocketMQ's header
+		// asks Update on the cluster of anyone else).
+		{Code: remoting.ExchangeBrokerHAInfo, Kind: InnerOrChecked, Needs: []Need{cluster(Update)}},
 		{Code: remoting.NotifyBrokerRoleChanged, Kind: Inner},
 		{Code: remoting.ControllerElectMaster, Needs: []Need{cluster(Update)}},
 		{Code: remoting.UpdateControllerConfig, Needs: []Need{cluster(Update)}},

@@ -130,6 +130,9 @@ func TestTransactionCheckBudgetHolds(t *testing.T) {
 		c.TransactionCheckReadBytesPerSecond = 1 << 30
 	})
 	p := newTxProducer(t, e, "bpg")
+	// The start-up rebuild of the (empty) index is done before the halves
+	// arrive, so that it cannot read them on a slow run.
+	settleRebuilt(t, e, clk)
 	res := putHalves(t, e, "bpg", halves, time.Now().UnixMilli())
 	recSize := int64(res[0].WroteBytes)
 	settle(t, clk)
