@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,11 +196,7 @@ func (c *cluster) newReplica(i int) *replica {
 	args := []string{"broker", "--listen", addr, "--store", r.store, "--namesrv", c.ns.addr,
 		"--set", "brokerClusterName=" + clusterName, "--set", "brokerName=" + setA,
 		"--set", "enableControllerMode=true", "--set", "controllerAddr=" + strings.Join(via, ";"),
-		// Every acknowledgement is on every member of the sync-state set
-		// and on at least two replicas, so a power cut of any one replica
-		// (the crash faults) is within what a SEND_OK promises under
-		// ASYNC_FLUSH.
-		"--set", "allAckInSyncStateSet=true", "--set", "minInSyncReplicas=" + strconv.Itoa(minInSyncReplicas),
+		"--set", "allAckInSyncStateSet=true",
 		"--set", "vipChannelEnable=false", "--set", smallFiles}
 	for _, kv := range c.brokerSets {
 		args = append(args, "--set", kv)

@@ -32,6 +32,8 @@ func TestFailoverLong(t *testing.T) {
 	if s := os.Getenv("SPOOL_FAILOVER_BROKER_SETS"); s != "" {
 		sets = strings.Split(s, ",")
 	}
+	minInSyncReplicas = 2
+	sets = append([]string{"minInSyncReplicas=2"}, sets...)
 	for _, kv := range sets {
 		if k, v, _ := strings.Cut(kv, "="); k == "controllerHeartBeatTimeoutMills" {
 			n, err := strconv.Atoi(v)
