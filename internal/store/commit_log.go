@@ -541,19 +541,8 @@ func (c *CommitLog) reserve(mf *MappedFile, end int64) *pendingWrite {
 }
 
 func (c *CommitLog) complete(w *pendingWrite, err error) {
-	c.pubMu.Lock()
-	w.done, w.err = true, err
-	for len(c.pending) > 0 && c.pending[0].done && c.pending[0].err == nil {
-		p := c.pending[0]
-		c.advance(p.mf, p.end)
-		c.pending[0] = nil
-		c.pending = c.pending[1:]
-	}
-	ready := c.takeVisibleLocked()
-	c.pubMu.Unlock()
-	for _, v := range ready {
-		v.done(v.res)
-	}
+	run := [1]*pendingWrite{w}
+	c.completeRun(run[:], err)
 }
 
 func (c *CommitLog) advance(mf *MappedFile, end int64) {

@@ -388,21 +388,24 @@ func (r *ReplicaLog) Truncate(offset int64) (int64, error) {
 		// The appended end restarts at the log's end: puts made while
 		// this replica was master moved the end past the bytes it last
 		// appended as a slave.
-		r.inited = false
-		r.carry = r.carry[:0]
-		r.end.Store(-1)
-		r.initLocked()
+		r.restartLocked()
 		return vis, nil
 	}
 	cut, err := r.st.TruncateTo(offset)
 	if err != nil {
 		return 0, err
 	}
+	r.restartLocked()
+	return cut, nil
+}
+
+// restartLocked makes the appending of replicated bytes start again at
+// the log's readable end.
+func (r *ReplicaLog) restartLocked() {
 	r.inited = false
 	r.carry = r.carry[:0]
 	r.end.Store(-1)
 	r.initLocked()
-	return cut, nil
 }
 
 // Store is the store the log belongs to.
