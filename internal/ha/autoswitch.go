@@ -581,12 +581,21 @@ func (a *AutoSwitch) acked() {
 	cur := a.confirm
 	group, fenced := a.group, a.fenced
 	allAck, copies := a.cfg.AllAckInSyncStateSet, a.cfg.InSyncReplicas
+	tooFew := len(a.set) < a.cfg.MinInSyncReplicas
 	a.mu.Unlock()
 	a.cfg.Log.SetConfirmOffset(cur)
 	if group == nil || fenced {
 		return
 	}
 	if allAck {
+		if tooFew {
+			// The set shrank below minInSyncReplicas while sends waited:
+			// every member holding them is no longer minInSyncReplicas
+			// copies, so none is acknowledged (RocketMQ's group transfer
+			// acknowledges them once the set is the master alone).
+			group.FailAll(InSyncReplicasNotEnough)
+			return
+		}
 		group.Advance(cur)
 		return
 	}

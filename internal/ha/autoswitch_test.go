@@ -211,6 +211,28 @@ func TestAutoSwitchMinInSyncReplicasRefuses(t *testing.T) {
 	}
 }
 
+// A send admitted with the set at minInSyncReplicas is not acknowledged
+// when the set shrinks below it before the send is replicated: the
+// master alone holding it is one copy.
+func TestAutoSwitchSetShrinkBelowMinInSyncFailsWaitingSends(t *testing.T) {
+	m := startReplica(t, 1, func(c *SwitchConfig) { c.AllAckInSyncStateSet, c.MinInSyncReplicas = true, 2 })
+	if err := m.as.ChangeToMaster(1, []int64{1, 2}, 1); err != nil {
+		t.Fatal(err)
+	}
+	end := putOn(t, m, 3, "m")
+	got := make(chan Outcome, 1)
+	m.as.WaitReplicated(end, func(o Outcome) { got <- o })
+	select {
+	case o := <-got:
+		t.Fatalf("answered %v with the set's other member unconnected", o)
+	default:
+	}
+	m.as.SetSyncStateSet([]int64{1}, 2)
+	if o := <-got; o != InSyncReplicasNotEnough {
+		t.Fatalf("a send waiting when the set shrank to the master alone was answered %v, want %v", o, InSyncReplicasNotEnough)
+	}
+}
+
 func TestAutoSwitchFencedRefusesAtOnce(t *testing.T) {
 	m := startReplica(t, 1, func(c *SwitchConfig) { c.AllAckInSyncStateSet = true })
 	if err := m.as.ChangeToMaster(1, []int64{1, 2}, 1); err != nil {
