@@ -5,6 +5,7 @@ package failover
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,14 +49,16 @@ func TestFailoverLong(t *testing.T) {
 	w.awaitAcks(setA, 100, 60*time.Second)
 	w.awaitDelivered("live", 1, 60*time.Second)
 
-	var plan [][]fault
-	for _, f := range faults {
-		plan = append(plan, []fault{f})
-	}
-	for i := range faults {
-		for j := i + 1; j < len(faults); j++ {
-			plan = append(plan, []fault{faults[i], faults[j]})
+	plan := fullPlan()
+	// SPOOL_FAILOVER_PLAN replaces the plan with its own steps, to replay
+	// a sequence a run failed on: steps separated by ";", the faults of a
+	// step by "+", each named by its kind.
+	if s := os.Getenv("SPOOL_FAILOVER_PLAN"); s != "" {
+		p, err := parsePlan(s)
+		if err != nil {
+			t.Fatalf("SPOOL_FAILOVER_PLAN: %v", err)
 		}
+		plan = p
 	}
 	// SPOOL_FAILOVER_BUDGET (a duration) stops injecting once spent, so a
 	// run on a busy machine still ends with its verdict and table.
@@ -106,6 +109,38 @@ plan:
 	if rep.Failed() {
 		c.fail(fmt.Errorf("the history breaks a guarantee: %s", rep))
 	}
+}
+
+// fullPlan is every fault alone, then every pair of faults.
+func fullPlan() [][]fault {
+	var plan [][]fault
+	for _, f := range faults {
+		plan = append(plan, []fault{f})
+	}
+	for i := range faults {
+		for j := i + 1; j < len(faults); j++ {
+			plan = append(plan, []fault{faults[i], faults[j]})
+		}
+	}
+	return plan
+}
+
+// parsePlan reads steps separated by ";" of fault kinds joined by "+".
+func parsePlan(s string) ([][]fault, error) {
+	var plan [][]fault
+	for _, step := range strings.Split(s, ";") {
+		var fs []fault
+		for _, k := range strings.Split(step, "+") {
+			k = strings.TrimSpace(k)
+			i := slices.IndexFunc(faults, func(f fault) bool { return f.kind == k })
+			if i < 0 {
+				return nil, fmt.Errorf("no fault %q (the faults: %v)", k, kinds(faults))
+			}
+			fs = append(fs, faults[i])
+		}
+		plan = append(plan, fs)
+	}
+	return plan, nil
 }
 
 func kinds(fs []fault) []string {

@@ -125,6 +125,25 @@ func (w *workload) awaitAckBy(addr string, limit time.Duration) error {
 
 var readySeq atomic.Int64
 
+// awaitServingMaster waits until the master the controllers name for
+// setA acknowledges a send: a master restarted in its own epoch checks
+// its set's logs first and may hand the role to a member holding more,
+// and a fault meant for the master must not act on one about to step
+// down.
+func (w *workload) awaitServingMaster(limit time.Duration) error {
+	name := fmt.Sprintf("ready%d", readySeq.Add(1))
+	p := w.newProducer(name, &setASelector{})
+	defer p.Shutdown()
+	deadline := time.Now().Add(limit)
+	for seq := int64(1); time.Now().Before(deadline); seq++ {
+		if s, ok := w.send(p, name, seq); ok && s.Addr == w.c.view.current().MasterAddr {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("no master of %s acknowledged a send within %v (view %v)", setA, limit, w.c.view.current())
+}
+
 // storeAddr is the broker address an offset message id names.
 func storeAddr(offsetMsgID string) string {
 	id, err := primitive.UnmarshalMsgID([]byte(offsetMsgID))
@@ -298,6 +317,7 @@ func (w *workload) verdict() check.Report {
 		} else {
 			w.t.Logf("history kept in %s", path)
 		}
+		w.c.keepLogs(strings.TrimSuffix(path, ".json"))
 	}
 	return check.Check(h)
 }
