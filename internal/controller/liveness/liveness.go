@@ -175,6 +175,14 @@ func (t *Table) Alive(cluster, name string, id int64) bool {
 	return ok && i.alive(t.clk.Now())
 }
 
+// Electable reports whether the replica is alive and the connection of its
+// last heartbeat has not closed since: only such a replica is made master
+// in place of another (replicas.Liveness).
+func (t *Table) Electable(cluster, name string, id int64) bool {
+	i, ok := t.get(cluster, name, id)
+	return ok && !i.Closed && i.alive(t.clk.Now())
+}
+
 // Candidate returns the election figures of the replica's last heartbeat.
 func (t *Table) Candidate(cluster, name string, id int64) (replicas.Candidate, bool) {
 	i, ok := t.get(cluster, name, id)

@@ -227,3 +227,27 @@ func TestConnClosedMarksEveryReplicaOnIt(t *testing.T) {
 		t.Fatal("a heartbeat after Expire dropped the replica is not fresh")
 	}
 }
+
+// TestElectableEndsAtTheClose: a replica whose heartbeat connection
+// closed is alive until its expiry but no longer electable; a heartbeat on
+// a new connection makes it electable again.
+func TestElectableEndsAtTheClose(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1000, 0))
+	tb := New(clk)
+	tb.HeartbeatOn(7, Heartbeat{ClusterName: "c", BrokerName: "b", BrokerID: 1, Timeout: 2 * time.Second})
+	if !tb.Electable("c", "b", 1) {
+		t.Fatal("a replica that just heartbeat is not electable")
+	}
+	tb.ConnClosed(7)
+	if !tb.Alive("c", "b", 1) || tb.Electable("c", "b", 1) {
+		t.Fatalf("after the close: alive %v electable %v, want alive and not electable", tb.Alive("c", "b", 1), tb.Electable("c", "b", 1))
+	}
+	tb.HeartbeatOn(8, Heartbeat{ClusterName: "c", BrokerName: "b", BrokerID: 1, Timeout: 2 * time.Second})
+	if !tb.Electable("c", "b", 1) {
+		t.Fatal("a heartbeat on a new connection did not make it electable")
+	}
+	clk.Advance(2 * time.Second)
+	if tb.Electable("c", "b", 1) || tb.Electable("c", "b", 9) {
+		t.Fatal("an expired or unknown replica is electable")
+	}
+}

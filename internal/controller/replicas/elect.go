@@ -15,10 +15,17 @@ type Candidate struct {
 }
 
 // Liveness is what the validators read of broker liveness: whether a
-// replica is alive (a heartbeat within its timeout) and its last
-// heartbeat's figures.
+// replica is alive (a heartbeat within its timeout), whether it may be
+// made master, and its last heartbeat's figures.
 type Liveness interface {
 	Alive(clusterName, brokerName string, id int64) bool
+	// Electable: alive, and the connection of its last heartbeat not seen
+	// closed. A replica killed keeps counting as alive for a while (a
+	// master for its lease, so that no successor acknowledges beside it),
+	// but its heartbeat figures are those of a process that is gone: made
+	// master, it would begin its epoch with whatever a restart left of its
+	// log, a power cut's shorter log included.
+	Electable(clusterName, brokerName string, id int64) bool
 	Candidate(clusterName, brokerName string, id int64) (Candidate, bool)
 }
 
@@ -36,7 +43,8 @@ type Policy struct {
 // either nothing is designated or it is the one designated; else the
 // designated broker if it is in the pool (and nobody else when it is not);
 // else the candidate with the highest epoch, then the highest max offset,
-// then the lowest election priority, then the lowest id.
+// then the lowest election priority, then the lowest id. A replica other
+// than the old master is a candidate only while Electable.
 func (p Policy) Elect(b *BrokerSet, live Liveness, designated int64) int64 {
 	if m := p.try(b, b.SyncStateSet, live, designated); m != NoMaster {
 		return m
@@ -50,7 +58,11 @@ func (p Policy) Elect(b *BrokerSet, live Liveness, designated int64) int64 {
 func (p Policy) try(b *BrokerSet, pool []int64, live Liveness, designated int64) int64 {
 	alive := make([]int64, 0, len(pool))
 	for _, id := range pool {
-		if _, ok := b.Replicas[id]; ok && live.Alive(b.ClusterName, b.BrokerName, id) {
+		if _, ok := b.Replicas[id]; !ok {
+			continue
+		}
+		if b.HasMaster() && id == b.MasterID && live.Alive(b.ClusterName, b.BrokerName, id) ||
+			live.Electable(b.ClusterName, b.BrokerName, id) {
 			alive = append(alive, id)
 		}
 	}

@@ -20,11 +20,15 @@ type liveKey struct {
 // fakeLive is liveness set by the scenario: alive ids and their last
 // heartbeat's figures.
 type fakeLive struct {
-	alive map[liveKey]bool
-	info  map[liveKey]Candidate
+	alive  map[liveKey]bool
+	closed map[liveKey]bool // alive, but the last heartbeat's connection closed
+	info   map[liveKey]Candidate
 }
 
 func (f *fakeLive) Alive(_, name string, id int64) bool { return f.alive[liveKey{name, id}] }
+func (f *fakeLive) Electable(_, name string, id int64) bool {
+	return f.alive[liveKey{name, id}] && !f.closed[liveKey{name, id}]
+}
 func (f *fakeLive) Candidate(_, name string, id int64) (Candidate, bool) {
 	c, ok := f.info[liveKey{name, id}]
 	return c, ok
@@ -93,7 +97,7 @@ func describe(b *BrokerSet) string {
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		st := NewState()
-		live := &fakeLive{alive: map[liveKey]bool{}, info: map[liveKey]Candidate{}}
+		live := &fakeLive{alive: map[liveKey]bool{}, closed: map[liveKey]bool{}, info: map[liveKey]Candidate{}}
 		var p Policy
 		var last []Event
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -133,6 +137,16 @@ func TestScenarios(t *testing.T) {
 				}
 				for _, id := range ids(arg("ids")) {
 					live.alive[liveKey{name, id}] = true
+				}
+				return "ok"
+			case "closed":
+				for k := range live.closed {
+					if k.name == name {
+						delete(live.closed, k)
+					}
+				}
+				for _, id := range ids(arg("ids")) {
+					live.closed[liveKey{name, id}] = true
 				}
 				return "ok"
 			case "hb":

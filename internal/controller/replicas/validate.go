@@ -86,7 +86,7 @@ func (s *State) ElectMaster(brokerName string, brokerID int64, designate bool, p
 	}
 	newMaster := NoMaster
 	if b.firstElection() && brokerID > 0 {
-		if _, ok := b.Replicas[brokerID]; ok && live.Alive(b.ClusterName, brokerName, brokerID) {
+		if _, ok := b.Replicas[brokerID]; ok && live.Electable(b.ClusterName, brokerName, brokerID) {
 			newMaster = brokerID
 		}
 	}
