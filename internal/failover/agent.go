@@ -291,6 +291,8 @@ func (a *Agent) Bootstrap(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
+	a.log.Info("registered with the controller", "id", id, "leader", a.ctl.leaderAddr(),
+		"master", v.MasterID, "epoch", v.MasterEpoch, "set", v.SyncStateSet)
 	a.HeartbeatOnce(ctx)
 	if v.HasMaster() && v.MasterID == id && hasOthers(v.SyncStateSet, id) {
 		return a.resumeMaster(ctx, v)

@@ -162,14 +162,14 @@ func (c *cluster) step(w *workload, fs ...fault) (errs []error, skipped []string
 	var heals []func() error
 	var healed []fault
 	for _, f := range fs {
-		if why := c.unmet(f); why != "" {
-			skipped = append(skipped, fmt.Sprintf("%s: %s", f.kind, why))
-			continue
-		}
 		if f.needs&needMaster != 0 && w != nil {
 			if err := w.awaitServingMaster(60 * time.Second); err != nil {
 				errs = append(errs, fmt.Errorf("before %s: %w", f.kind, err))
 			}
+		}
+		if why := c.unmet(f); why != "" {
+			skipped = append(skipped, fmt.Sprintf("%s: %s", f.kind, why))
+			continue
 		}
 		before := c.view.current()
 		rec := check.Fault{Kind: f.kind, Broker: setA, Master: before.MasterAddr, At: time.Now(),
