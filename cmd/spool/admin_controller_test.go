@@ -66,8 +66,11 @@ func startController(t *testing.T) string {
 // heartbeats that keep them alive.
 func registerReplicas(t *testing.T, ctl, cluster, name string, n int) {
 	t.Helper()
+	// The client stands in for the brokers: its connection stays open for
+	// the test, as a broker's heartbeat connection does (a replica whose
+	// heartbeat connection closed is not electable).
 	cl := transport.NewClient(transport.ClientConfig{})
-	defer cl.Close()
+	t.Cleanup(func() { cl.Close() })
 	must := func(code int32, ext map[string]string, body []byte) *remoting.Command {
 		t.Helper()
 		resp, err := call(cl, ctl, remoting.NewRequest(code, ext, body))
