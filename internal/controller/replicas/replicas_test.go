@@ -34,6 +34,18 @@ func (f *fakeLive) Candidate(_, name string, id int64) (Candidate, bool) {
 	return c, ok
 }
 
+// markIDs makes ids the marked replicas of broker name in m.
+func markIDs(m map[liveKey]bool, name string, ids []int64) {
+	for k := range m {
+		if k.name == name {
+			delete(m, k)
+		}
+	}
+	for _, id := range ids {
+		m[liveKey{name, id}] = true
+	}
+}
+
 var codeNames = map[int32]string{
 	remoting.Success:                              "SUCCESS",
 	remoting.ControllerFencedMasterEpoch:          "FENCED_MASTER_EPOCH",
@@ -130,24 +142,10 @@ func TestScenarios(t *testing.T) {
 				p.Unclean = arg("unclean") == "true"
 				return "ok"
 			case "alive":
-				for k := range live.alive {
-					if k.name == name {
-						delete(live.alive, k)
-					}
-				}
-				for _, id := range ids(arg("ids")) {
-					live.alive[liveKey{name, id}] = true
-				}
+				markIDs(live.alive, name, ids(arg("ids")))
 				return "ok"
 			case "closed":
-				for k := range live.closed {
-					if k.name == name {
-						delete(live.closed, k)
-					}
-				}
-				for _, id := range ids(arg("ids")) {
-					live.closed[liveKey{name, id}] = true
-				}
+				markIDs(live.closed, name, ids(arg("ids")))
 				return "ok"
 			case "hb":
 				live.info[liveKey{name, num("id")}] = Candidate{Epoch: int32(num("epoch")), MaxOffset: num("offset"), Priority: int32(num("priority"))}
