@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,16 +212,20 @@ func (c *cluster) fail(err error) {
 	c.t.Fatalf("%v\n%s", err, c.outputs())
 }
 
-func (c *cluster) outputs() string {
-	var b strings.Builder
+// procs is every process of the cluster that was started: the
+// controllers, the name server, setB's broker and setA's replicas.
+func (c *cluster) procs() []*proc {
 	all := append(append([]*proc{}, c.ctls...), c.ns, c.b)
 	for _, r := range c.a {
 		all = append(all, r.proc)
 	}
-	for _, p := range all {
-		if p != nil {
-			fmt.Fprintf(&b, "=== %s (%s) ===\n%s\n", p.name, p.addr, tail(p.output()))
-		}
+	return slices.DeleteFunc(all, func(p *proc) bool { return p == nil })
+}
+
+func (c *cluster) outputs() string {
+	var b strings.Builder
+	for _, p := range c.procs() {
+		fmt.Fprintf(&b, "=== %s (%s) ===\n%s\n", p.name, p.addr, tail(p.output()))
 	}
 	fmt.Fprintf(&b, "=== controller view of %s ===\n%s", setA, c.view.history())
 	return b.String()

@@ -214,14 +214,7 @@ func (p *proc) output() string {
 // keepLogs writes the output of every process of the cluster to
 // prefix-<name>.log.
 func (c *cluster) keepLogs(prefix string) {
-	all := append([]*proc{c.ns, c.b}, c.ctls...)
-	for _, r := range c.a {
-		all = append(all, r.proc)
-	}
-	for _, p := range all {
-		if p == nil {
-			continue
-		}
+	for _, p := range c.procs() {
 		name := prefix + "-" + strings.ReplaceAll(p.name, " ", "_") + ".log"
 		if err := os.WriteFile(name, []byte(p.output()), 0o644); err != nil {
 			c.t.Logf("keeping the output of %s: %v", p.name, err)

@@ -110,17 +110,26 @@ func (w *workload) send(p producerAPI, name string, seq int64) (check.Send, bool
 // awaitAckBy sends to setA with a fresh producer until addr acknowledges
 // one (each send recorded, under a key of its own).
 func (w *workload) awaitAckBy(addr string, limit time.Duration) error {
+	if w.awaitAck(limit, func(by string) bool { return by == addr }) {
+		return nil
+	}
+	return fmt.Errorf("%s acknowledged no send within %v", addr, limit)
+}
+
+// awaitAck sends to setA under a fresh producer until a send is
+// acknowledged by a broker ok accepts, for at most limit.
+func (w *workload) awaitAck(limit time.Duration, ok func(by string) bool) bool {
 	name := fmt.Sprintf("ready%d", readySeq.Add(1))
 	p := w.newProducer(name, &setASelector{})
 	defer p.Shutdown()
 	deadline := time.Now().Add(limit)
 	for seq := int64(1); time.Now().Before(deadline); seq++ {
-		if s, ok := w.send(p, name, seq); ok && s.Addr == addr {
-			return nil
+		if s, acked := w.send(p, name, seq); acked && ok(s.Addr) {
+			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("%s acknowledged no send within %v", addr, limit)
+	return false
 }
 
 var readySeq atomic.Int64
@@ -131,15 +140,8 @@ var readySeq atomic.Int64
 // and a fault meant for the master must not act on one about to step
 // down.
 func (w *workload) awaitServingMaster(limit time.Duration) error {
-	name := fmt.Sprintf("ready%d", readySeq.Add(1))
-	p := w.newProducer(name, &setASelector{})
-	defer p.Shutdown()
-	deadline := time.Now().Add(limit)
-	for seq := int64(1); time.Now().Before(deadline); seq++ {
-		if s, ok := w.send(p, name, seq); ok && s.Addr == w.c.view.current().MasterAddr {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	if w.awaitAck(limit, func(by string) bool { return by == w.c.view.current().MasterAddr }) {
+		return nil
 	}
 	return fmt.Errorf("no master of %s acknowledged a send within %v (view %v)", setA, limit, w.c.view.current())
 }
