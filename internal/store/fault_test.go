@@ -44,16 +44,62 @@ func (l *ownerLock) heldByMe() bool { return l.holder.Load() == goid() }
 
 // instrument installs an owner lock and counts syncs run under it.
 func instrument(st *DefaultMessageStore, fs *vfs.FaultFS) *atomic.Int64 {
+	return instrumentWith(st, fs, nil)
+}
+
+// instrumentWith is instrument that also runs then (when not nil) before
+// every operation outside the put lock.
+func instrumentWith(st *DefaultMessageStore, fs *vfs.FaultFS, then func(op vfs.Op, name string)) *atomic.Int64 {
 	l := &ownerLock{}
 	st.commitLog.lock = l
 	var n atomic.Int64
 	fs.SetHook(func(op vfs.Op, name string) {
-		if (op == vfs.OpSync || op == vfs.OpCreate || op == vfs.OpFallocate || op == vfs.OpTruncate || op == vfs.OpMmap) && l.heldByMe() {
-			n.Add(1)
-			st.stats.syncUnderLock.Add(1)
+		if l.heldByMe() {
+			if op == vfs.OpSync || op == vfs.OpCreate || op == vfs.OpFallocate || op == vfs.OpTruncate || op == vfs.OpMmap {
+				n.Add(1)
+				st.stats.syncUnderLock.Add(1)
+			}
+			return
+		}
+		if then != nil {
+			then(op, name)
 		}
 	})
 	return &n
+}
+
+// creationGate holds every creation of a CommitLog file while it is shut,
+// the way a stuck file system would, however long the test's puts take.
+type creationGate struct {
+	mu   sync.Mutex
+	shut chan struct{} // nil: open
+}
+
+func (g *creationGate) close() {
+	g.mu.Lock()
+	g.shut = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *creationGate) open() {
+	g.mu.Lock()
+	if g.shut != nil {
+		close(g.shut)
+		g.shut = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *creationGate) hook(op vfs.Op, name string) {
+	if op != vfs.OpCreate || !strings.Contains(name, "commitlog") {
+		return
+	}
+	g.mu.Lock()
+	ch := g.shut
+	g.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 func TestSlowFsyncSyncPutsTimeOut(t *testing.T) {
@@ -260,25 +306,56 @@ func TestSlowCreationAtRollSpills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	underLock := instrument(st, fs)
+	gate := &creationGate{}
+	underLock := instrumentWith(st, fs, gate.hook)
 	if err := st.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer st.Shutdown()
-	fs.SetLatency(vfs.OpCreate, 2*time.Second)
-	want := map[int64]string{}
+	defer gate.open()
+	// The preallocated file is made first; every creation after it hangs
+	// until the gate opens, so the roll after that file has nothing ready.
+	deadline := time.Now().Add(10 * time.Second)
+	for st.Stats().ReadyFiles < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the preallocated CommitLog file was not made within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	gate.close()
+	// Puts written into the spill are answered once the spill has its
+	// file, so they are issued without waiting for their answers.
+	type answer struct {
+		body string
+		r    PutResult
+	}
+	answers := make(chan answer, 20001)
 	start := st.Stats()
-	for i := 0; i < 1200; i++ { // ~2 files of 64 KiB
-		m := testMsg("W", 0, fmt.Sprint("w", i), "")
+	issued := 0
+	for ; ; issued++ {
+		s := st.Stats()
+		if s.Spills > start.Spills && s.SpillWrites-start.SpillWrites >= 50 {
+			break
+		}
+		if issued == 20000 {
+			t.Fatalf("no spill after %d puts with file creation held: spills %d, spill writes %d", issued, s.Spills, s.SpillWrites)
+		}
+		body := fmt.Sprint("w", issued)
+		m := testMsg("W", 0, body, "")
 		m.Properties[message.PropertyWaitStoreMsgOK] = "false"
-		r := putSync(t, st, m)
-		if r.Status == OSPageCacheBusy {
+		st.PutMessage(m, func(r PutResult) { answers <- answer{body, r} })
+	}
+	gate.open()
+	want := map[int64]string{}
+	for i := 0; i < issued; i++ {
+		a := <-answers
+		if a.r.Status == OSPageCacheBusy {
 			continue // the spill covers one file; the second roll waits
 		}
-		if r.Status != PutOK {
-			t.Fatalf("put %d: %v %q", i, r.Status, r.Remark)
+		if a.r.Status != PutOK {
+			t.Fatalf("put %s: %v %q", a.body, a.r.Status, a.r.Remark)
 		}
-		want[r.QueueOffset] = fmt.Sprint("w", i)
+		want[a.r.QueueOffset] = a.body
 	}
 	// A waiting put completes once the spill has its file and is flushed.
 	var last PutResult
@@ -295,13 +372,12 @@ func TestSlowCreationAtRollSpills(t *testing.T) {
 	want[last.QueueOffset] = "final"
 	s := st.Stats()
 	t.Logf("spills %d, spill writes %d, spill full %d, waited on create %d", s.Spills, s.SpillWrites, s.SpillFull, s.PutWaitedOnCreate)
-	if s.PutWaitedOnCreate != start.PutWaitedOnCreate || s.Spills == 0 || s.SpillWrites == 0 {
-		t.Fatal("a put waited on file creation, or nothing was spilled")
+	if s.PutWaitedOnCreate != start.PutWaitedOnCreate {
+		t.Fatalf("%d puts waited on file creation", s.PutWaitedOnCreate-start.PutWaitedOnCreate)
 	}
 	if underLock.Load() != 0 {
 		t.Fatalf("%d file operations inside the put lock", underLock.Load())
 	}
-	fs.SetLatency(vfs.OpCreate, 0)
 	waitDispatched(t, st, "W", 0, last.QueueOffset+1)
 	checkAll(t, st, "W", 0, want)
 }

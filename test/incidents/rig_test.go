@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,6 +202,11 @@ func (r *rig) waitDispatched() {
 	deadline := time.Now().Add(30 * time.Second)
 	for r.st.DispatchBehindBytes() > 0 {
 		if time.Now().After(deadline) {
+			// Every goroutine's stack says where dispatch is held.
+			buf := make([]byte, 1<<22)
+			buf = buf[:runtime.Stack(buf, true)]
+			r.t.Logf("store stats: %+v", r.st.Stats())
+			r.t.Logf("goroutines:\n%s", buf)
 			r.t.Fatalf("dispatch still %d bytes behind after 30s", r.st.DispatchBehindBytes())
 		}
 		time.Sleep(5 * time.Millisecond)
