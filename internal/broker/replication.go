@@ -253,7 +253,7 @@ func (b *Broker) startReplication() {
 	hc := cfg.HA
 	if b.storeConfig().BrokerRole == store.Slave {
 		if !hc.SlaveReadEnable {
-			b.logger.Warn("slave started with slaveReadEnable=false: pulls are answered SYSTEM_BUSY")
+			b.logger.Warn("slave started with slaveReadEnable=false: pulls are answered PULL_RETRY_IMMEDIATELY, suggesting the master")
 		}
 		r.haMaster.set(strings.TrimSpace(hc.MasterAddress))
 		r.slave = ha.NewSlave(ha.SlaveConfig{

@@ -44,13 +44,15 @@ func TestSlaveRefusesSendsAndPullsWithoutSlaveRead(t *testing.T) {
 	if resp := s.invoke(sendV1("TopicHA", 0, map[string]string{}, []byte("m"))); resp.Code != remoting.SystemBusy || !strings.Contains(resp.Remark, "slave") {
 		t.Errorf("send to a slave answered %d %q, want SYSTEM_BUSY naming the slave", resp.Code, resp.Remark)
 	}
-	if resp := s.invoke(pullReq("g", "TopicHA", 0, 0, 0, 0, "*")); resp.Code != remoting.SystemBusy || !strings.Contains(resp.Remark, "slaveReadEnable") {
-		t.Errorf("pull from a slave answered %d %q, want SYSTEM_BUSY naming slaveReadEnable", resp.Code, resp.Remark)
+	if resp := s.invoke(pullReq("g", "TopicHA", 0, 0, 0, 0, "*")); resp.Code != remoting.PullRetryImmediately || !strings.Contains(resp.Remark, "slaveReadEnable") ||
+		resp.Ext("suggestWhichBrokerId") != "0" || resp.Ext("nextBeginOffset") != "0" {
+		t.Errorf("pull from a slave answered %d %q %v, want PULL_RETRY_IMMEDIATELY naming slaveReadEnable, suggestWhichBrokerId 0, nextBeginOffset 0",
+			resp.Code, resp.Remark, resp.ExtFields)
 	}
 	r := slave(true)
 	r.createTopic("TopicHA", 1)
-	if resp := r.invoke(pullReq("g", "TopicHA", 0, 0, 0, 0, "*")); resp.Code == remoting.SystemBusy {
-		t.Errorf("pull with slaveReadEnable=true answered SYSTEM_BUSY %q", resp.Remark)
+	if resp := r.invoke(pullReq("g", "TopicHA", 0, 0, 0, 0, "*")); resp.Code == remoting.PullRetryImmediately || resp.Code == remoting.SystemBusy {
+		t.Errorf("pull with slaveReadEnable=true answered %d %q", resp.Code, resp.Remark)
 	}
 }
 

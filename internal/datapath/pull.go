@@ -95,7 +95,7 @@ func (d *Path) HandlePull(c *transport.Conn, req *remoting.Command) transport.Re
 	if err := parsePullHeaderInto(req, h); err != nil {
 		return transport.Respond(badHeader(req, err))
 	}
-	if resp := d.slavePullRefusal(req); resp != nil {
+	if resp := d.slavePullRefusal(req, h); resp != nil {
 		return transport.Respond(resp)
 	}
 	resp, res, held := d.runPull(c, req, h, true)

@@ -22,14 +22,21 @@ func (d *Path) slaveRefusal(req *remoting.Command) *remoting.Command {
 	return remoting.NewResponse(req, remoting.SystemBusy, rejectRequest+": the broker is a slave (brokerRole=SLAVE); send to its master")
 }
 
-// slavePullRefusal answers a pull on a slave started without
-// slaveReadEnable, as RocketMQ 5 does, naming the key.
-func (d *Path) slavePullRefusal(req *remoting.Command) *remoting.Command {
+// slavePullRefusal answers a pull on a slave with slaveReadEnable=false
+// as RocketMQ does: PULL_RETRY_IMMEDIATELY with suggestWhichBrokerId=0,
+// nextBeginOffset the requested offset. The client keeps its offset and
+// sends its next pull to the master at once; an error code instead would
+// leave a client that was sent here pulling from the slave until its
+// route changed.
+func (d *Path) slavePullRefusal(req *remoting.Command, h *pullHeader) *remoting.Command {
 	cfg := d.config()
 	if cfg.BrokerRole != roleSlave || cfg.SlaveReadEnable {
 		return nil
 	}
-	return remoting.NewResponse(req, remoting.SystemBusy, rejectRequest+": the broker is a slave and slaveReadEnable=false")
+	resp := pullAnswer(req, "the broker is a slave and slaveReadEnable=false: pull from the master", masterID, h.queueOffset,
+		d.store.MinOffsetInQueue(h.topic, h.queueID), d.store.MaxOffsetInQueue(h.topic, h.queueID))
+	resp.Code = remoting.PullRetryImmediately
+	return resp
 }
 
 // InSyncReplicasNotEnoughRemark is RocketMQ's remark for a put refused
