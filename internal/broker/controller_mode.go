@@ -71,8 +71,12 @@ func (b *Broker) controllerEpochs() []failover.Epoch {
 
 // controllerRoleChanged logs a role the controller gave the broker,
 // sets the broker's role from it (SYNC_MASTER or SLAVE, as RocketMQ's
-// ReplicasManager does) and registers with the name servers under it.
-// The master-only services followed the role already (roleReplica).
+// ReplicasManager does) and registers with the name servers under it, at
+// a topic data version whose state version is the master epoch: a name
+// server then ignores a registration of the same broker id at a lower
+// epoch (a deposed master resumed after a stop registering as master
+// after its successor). The master-only services followed the role
+// already (roleReplica).
 func (b *Broker) controllerRoleChanged(s failover.Status) {
 	b.logger.Info("controller mode: role changed", "role", s.Role.String(), "brokerId", s.BrokerID,
 		"master", s.MasterID, "masterAddr", s.MasterAddr, "epoch", s.MasterEpoch)
@@ -82,6 +86,7 @@ func (b *Broker) controllerRoleChanged(s failover.Status) {
 	case failover.RoleSlave:
 		b.setStoreRole(store.Slave)
 	}
+	b.topics.NextStateVersion(int64(s.MasterEpoch))
 	b.registrar.trigger()
 }
 

@@ -21,3 +21,19 @@ func TestDataVersionReadsTheClock(t *testing.T) {
 		t.Fatalf("stamp after a change %+v, want %d", v, start.Add(time.Minute).UnixMilli())
 	}
 }
+
+// NextStateVersion stamps the state version and changes the version, so
+// a name server both re-applies the registration and can rank it.
+func TestNextStateVersion(t *testing.T) {
+	m := NewTopicConfigManager(Deps{ConfigDir: t.TempDir()})
+	_, before := m.Snapshot()
+	m.NextStateVersion(7)
+	_, after := m.Snapshot()
+	if after.StateVersion != 7 || after.Counter != before.Counter+1 {
+		t.Fatalf("after NextStateVersion(7): %+v (before %+v)", after, before)
+	}
+	m.Put(NewTopicConfig("T", 1, 1, PermRead|PermWrite))
+	if _, v := m.Snapshot(); v.StateVersion != 7 {
+		t.Fatalf("a topic change dropped the state version: %+v", v)
+	}
+}

@@ -38,6 +38,14 @@ func (s *versionStamp) next() {
 	s.mu.Unlock()
 }
 
+// nextState is next with the state version set to state.
+func (s *versionStamp) nextState(state int64) {
+	s.mu.Lock()
+	s.v.StateVersion = state
+	s.mu.Unlock()
+	s.next()
+}
+
 func (s *versionStamp) get() DataVersion {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -302,6 +302,16 @@ func (m *TopicConfigManager) Preload(tcs []*TopicConfig) {
 	m.mu.Unlock()
 }
 
+// NextStateVersion advances the data version and sets its state version
+// to state: in controller mode the master epoch of the broker's latest
+// role, which a name server compares when two brokers claim one broker
+// id (a deposed master's late registration loses to its successor's).
+func (m *TopicConfigManager) NextStateVersion(state int64) {
+	m.mu.Lock()
+	m.version.nextState(state)
+	m.mu.Unlock()
+}
+
 // StepVersion advances the data version without a change, as a changed
 // version makes a name server apply every topic (benchmarks).
 func (m *TopicConfigManager) StepVersion() { m.version.next() }

@@ -50,6 +50,12 @@ type RegisterResult struct {
 	// broker name before a master at another address registered (two
 	// masters for one name; the newer takes the id, as in RocketMQ).
 	DisplacedMaster string
+	// ConflictWith is the live address that holds the registered broker
+	// id at a higher state version (controller mode: a later master
+	// epoch). The registration was ignored and its address dropped, as
+	// RocketMQ's name server does, so a deposed master that registers
+	// late does not take the route back from its successor.
+	ConflictWith string
 }
 
 // Dropped names a broker process removed by expiry or connection close.
@@ -111,6 +117,12 @@ func (t *RouteTable) Register(r Registration, now time.Time) RegisterResult {
 		}
 	}
 	old := bd.BrokerAddrs[r.BrokerID]
+	if old != "" && old != r.BrokerAddr {
+		if ol := t.live[BrokerAddrInfo{Cluster: r.Cluster, Addr: old}]; ol != nil && ol.DataVersion.StateVersion > r.DataVersion.StateVersion {
+			delete(t.live, BrokerAddrInfo{Cluster: r.Cluster, Addr: r.BrokerAddr})
+			return RegisterResult{ConflictWith: old}
+		}
+	}
 	var displaced string
 	if r.BrokerID == MasterID && old != "" && old != r.BrokerAddr {
 		if t.live[BrokerAddrInfo{Cluster: r.Cluster, Addr: old}] != nil {

@@ -233,6 +233,45 @@ func TestRouteTableQueueDataKeepsNoRegistrationStrings(t *testing.T) {
 	}
 }
 
+// A registration of a broker id held by a live address at a higher state
+// version (controller mode: the master epoch) is ignored and its address
+// dropped: a deposed master resumed after a stop registers as master
+// after its successor, and the route keeps the successor. An equal or
+// higher state version takes the id.
+func TestRouteTableLowerStateVersionLosesTheID(t *testing.T) {
+	rt := NewRouteTable()
+	at := func(addr string, id int64, conn uint64, state int64) Registration {
+		r := reg("c1", "a", addr, id, conn, "T")
+		r.DataVersion = DataVersion{StateVersion: state, Counter: int64(conn)}
+		return r
+	}
+	rt.Register(at("10.0.0.1:10911", 0, 1, 2), t0) // master in epoch 2
+	rt.Register(at("10.0.0.2:10911", 0, 2, 3), t0) // its successor, epoch 3
+	res := rt.Register(at("10.0.0.1:10911", 0, 1, 2), t0) // the deposed one, late
+	if res.ConflictWith != "10.0.0.2:10911" || res.DisplacedMaster != "" {
+		t.Fatalf("late registration at epoch 2: %+v, want a conflict with the epoch-3 master", res)
+	}
+	r, _ := rt.TopicRoute("T")
+	if got := r.BrokerDatas[0].BrokerAddrs; len(got) != 1 || got[0] != "10.0.0.2:10911" {
+		t.Fatalf("broker addrs %v, want the epoch-3 master alone", got)
+	}
+	if _, ok := rt.Live("c1", "10.0.0.1:10911"); ok {
+		t.Fatal("the refused address is still live")
+	}
+	// Registering as the slave it now is, at the new epoch, is accepted.
+	if res := rt.Register(at("10.0.0.1:10911", 2, 1, 3), t0); res.ConflictWith != "" || res.MasterAddr != "10.0.0.2:10911" {
+		t.Fatalf("slave registration: %+v", res)
+	}
+	// A later epoch takes the id back.
+	if res := rt.Register(at("10.0.0.1:10911", 0, 1, 4), t0); res.ConflictWith != "" || res.DisplacedMaster != "10.0.0.2:10911" {
+		t.Fatalf("master registration at epoch 4: %+v", res)
+	}
+	r, _ = rt.TopicRoute("T")
+	if got := r.BrokerDatas[0].BrokerAddrs; len(got) != 1 || got[0] != "10.0.0.1:10911" {
+		t.Fatalf("broker addrs %v, want the epoch-4 master alone", got)
+	}
+}
+
 // A second live master for one broker name is reported, and one id stays
 // one address.
 func TestRouteTableSecondMasterReported(t *testing.T) {

@@ -415,11 +415,16 @@ func (s *Server) registerBroker(c *transport.Conn, req *remoting.Command) *remot
 	_, known := s.routes.Live(r.Cluster, r.BrokerAddr)
 	res := s.routes.Register(r, s.clock.Now())
 	s.mu.Unlock()
+	if res.ConflictWith != "" {
+		s.log.Warn("registering broker conflicts with the registered one at a higher state version; ignored",
+			"cluster", r.Cluster, "brokerName", r.BrokerName, "brokerId", r.BrokerID, "addr", r.BrokerAddr,
+			"stateVersion", r.DataVersion.StateVersion, "holder", res.ConflictWith)
+	}
 	if res.DisplacedMaster != "" {
 		s.log.Warn("two masters (brokerId 0) registered for one broker name; the newer holds the id",
 			"cluster", r.Cluster, "brokerName", r.BrokerName, "previous", res.DisplacedMaster, "newer", r.BrokerAddr)
 	}
-	if !known {
+	if !known && res.ConflictWith == "" {
 		s.log.Info("new broker registered", "cluster", r.Cluster, "brokerName", r.BrokerName,
 			"brokerId", r.BrokerID, "addr", r.BrokerAddr, "topics", len(r.Topics))
 	}
