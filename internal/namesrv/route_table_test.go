@@ -245,8 +245,8 @@ func TestRouteTableLowerStateVersionLosesTheID(t *testing.T) {
 		r.DataVersion = DataVersion{StateVersion: state, Counter: int64(conn)}
 		return r
 	}
-	rt.Register(at("10.0.0.1:10911", 0, 1, 2), t0) // master in epoch 2
-	rt.Register(at("10.0.0.2:10911", 0, 2, 3), t0) // its successor, epoch 3
+	rt.Register(at("10.0.0.1:10911", 0, 1, 2), t0)        // master in epoch 2
+	rt.Register(at("10.0.0.2:10911", 0, 2, 3), t0)        // its successor, epoch 3
 	res := rt.Register(at("10.0.0.1:10911", 0, 1, 2), t0) // the deposed one, late
 	if res.ConflictWith != "10.0.0.2:10911" || res.DisplacedMaster != "" {
 		t.Fatalf("late registration at epoch 2: %+v, want a conflict with the epoch-3 master", res)
