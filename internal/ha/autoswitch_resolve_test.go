@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A slave with a ResolveMaster asks it before every connection attempt,
@@ -56,5 +57,25 @@ func TestAutoSwitchSlaveResolvesBeforeEveryDial(t *testing.T) {
 	}
 	if c := s.as.client.connects(); c != 1 {
 		t.Fatalf("%d connections opened, want 1 (the first attempt dialed a closed port)", c)
+	}
+}
+
+func TestReconnectDelay(t *testing.T) {
+	for _, c := range []struct {
+		fails int
+		max   time.Duration
+		want  time.Duration
+	}{
+		{1, 5 * time.Second, 100 * time.Millisecond},
+		{2, 5 * time.Second, 200 * time.Millisecond},
+		{3, 5 * time.Second, 400 * time.Millisecond},
+		{6, 5 * time.Second, 3200 * time.Millisecond},
+		{7, 5 * time.Second, 5 * time.Second},
+		{100, 5 * time.Second, 5 * time.Second},
+		{1, 20 * time.Millisecond, 20 * time.Millisecond},
+	} {
+		if got := ReconnectDelay(c.fails, c.max); got != c.want {
+			t.Errorf("ReconnectDelay(%d, %v) = %v, want %v", c.fails, c.max, got, c.want)
+		}
 	}
 }

@@ -109,12 +109,14 @@ func (c *switchClient) close() {
 func (c *switchClient) run() {
 	defer c.wg.Done()
 	cfg := &c.a.cfg
+	fails := 0
 	for {
 		select {
 		case <-c.quit:
 			return
 		default:
 		}
+		began := cfg.Clock.Now()
 		addr := c.target()
 		ctx, cancel := context.WithTimeout(c.ctx, 3*time.Second)
 		conn, err := cfg.Dial(ctx, addr)
@@ -142,11 +144,16 @@ func (c *switchClient) run() {
 			return
 		default:
 		}
-		cfg.Logger.Warn("ha: connection to the master ended; reconnecting", "master", addr, "err", err)
+		if cfg.Clock.Now().Sub(began) >= cfg.ReconnectInterval {
+			fails = 0 // the connection served: the next failure starts the backoff again
+		}
+		fails++
+		wait := ReconnectDelay(fails, cfg.ReconnectInterval)
+		cfg.Logger.Warn("ha: connection to the master ended; reconnecting", "master", addr, "err", err, "in", wait)
 		select {
 		case <-c.quit:
 			return
-		case <-cfg.Clock.After(cfg.ReconnectInterval):
+		case <-cfg.Clock.After(wait):
 		}
 	}
 }

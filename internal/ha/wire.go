@@ -25,9 +25,26 @@ const (
 	// DefaultMaxTransferBytesPerSecond is maxHaTransferByteInSecond.
 	DefaultMaxTransferBytesPerSecond = 100 << 20
 	// DefaultReconnectInterval is how long a slave waits before it dials
-	// its master again after a connection ended (RocketMQ: 5 s).
+	// its master again after a connection ended (RocketMQ: 5 s); in
+	// controller mode it is the cap of ReconnectDelay's backoff.
 	DefaultReconnectInterval = 5 * time.Second
+	// FirstReconnectDelay is a controller-mode slave's first wait after a
+	// connection ended: a slave told of a new master often dials it while
+	// it is still becoming master and is turned away.
+	FirstReconnectDelay = 100 * time.Millisecond
 )
+
+// ReconnectDelay is how long a controller-mode slave waits before its
+// next dial after fails (≥ 1) consecutive attempts that each ended
+// within maxWait: FirstReconnectDelay, doubled per failure, at most
+// maxWait.
+func ReconnectDelay(fails int, maxWait time.Duration) time.Duration {
+	d := FirstReconnectDelay
+	for i := 1; i < fails && d < maxWait; i++ {
+		d *= 2
+	}
+	return min(d, maxWait)
+}
 
 // PutReport writes a slave's offset report into b[:ReportSize].
 func PutReport(b []byte, maxOffset int64) {
