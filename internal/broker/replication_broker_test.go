@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolmq/spool/internal/failover"
+	"github.com/spoolmq/spool/internal/namesrv"
 	"github.com/spoolmq/spool/internal/store"
 	"github.com/spoolmq/spool/remoting"
 )
@@ -78,5 +80,32 @@ func TestSlaveCopiesMasterMetadata(t *testing.T) {
 	}
 	if got := s.b.offsets.Query("cg", "TopicCopied", 1); got != 50 {
 		t.Errorf("queue 1 offset = %d, want the slave's 50 kept", got)
+	}
+}
+
+// A controller-mode role change stamps the master epoch as the topic data
+// version's state version, and the registration body carries it, so a
+// name server can refuse a deposed master's late registration.
+func TestControllerRoleChangeStampsStateVersion(t *testing.T) {
+	t.Parallel()
+	env := startBroker(t, nil)
+	b := env.b
+	before := b.topics.Version()
+	b.controllerRoleChanged(failover.Status{Role: failover.RoleMaster, BrokerID: 1, MasterID: 1, MasterEpoch: 7})
+	v := b.topics.Version()
+	if v.StateVersion != 7 || v.Counter == before.Counter {
+		t.Fatalf("data version after becoming master of epoch 7: %+v (before %+v)", v, before)
+	}
+	table, version := b.topics.Snapshot()
+	got, err := namesrv.DecodeRegisterBrokerBody(b.registrar.registerBody(table, version, false), false, remoting.CurrentVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sv := got.TopicConfigSerializeWrapper.DataVersion.StateVersion; sv != 7 {
+		t.Fatalf("registration body's stateVersion %d, want 7", sv)
+	}
+	b.controllerRoleChanged(failover.Status{Role: failover.RoleSlave, BrokerID: 1, MasterID: 2, MasterEpoch: 8})
+	if v := b.topics.Version(); v.StateVersion != 8 {
+		t.Fatalf("data version after becoming slave in epoch 8: %+v", v)
 	}
 }
