@@ -190,7 +190,8 @@ type Manager struct {
 type entry struct {
 	nums, size, qnums, qsize *item
 	system                   bool
-	ops                      *topicOps // puts only
+	ops                      *topicOps            // puts only
+	lat                      atomic.Pointer[item] // puts only: TOPIC_PUT_LATENCY, set on first use
 }
 
 type composite struct {
@@ -320,7 +321,10 @@ func (m *Manager) create(name Name, k Key) *item {
 // TOPIC_PUT_SIZE, BROKER_PUT_NUMS (and without system topics), and with
 // DetailStats QUEUE_PUT_NUMS and QUEUE_PUT_SIZE.
 func (m *Manager) IncTopicPut(topic string, queueID int32, msgs int, size int64) {
-	e := m.entryFor(&m.puts, Key{Topic: topic, QueueID: queueID}, TopicPutNums, TopicPutSize, QueuePutNums, QueuePutSize)
+	m.countPut(m.entryFor(&m.puts, Key{Topic: topic, QueueID: queueID}, TopicPutNums, TopicPutSize, QueuePutNums, QueuePutSize), msgs, size)
+}
+
+func (m *Manager) countPut(e *entry, msgs int, size int64) {
 	e.ops.countSizes(msgs, size)
 	e.nums.add(int64(msgs), 1)
 	e.size.add(size, 1)
@@ -338,6 +342,21 @@ func (m *Manager) IncTopicPut(topic string, queueID int32, msgs int, size int64)
 // (TOPIC_PUT_LATENCY, keyed "queueId@topic").
 func (m *Manager) IncTopicPutLatency(topic string, queueID int32, ms int64) {
 	m.Add(TopicPutLatency, Key{Topic: topic, QueueID: queueID}, ms, 1)
+}
+
+// IncTopicPutTimed is IncTopicPut and IncTopicPutLatency of one put with
+// one look-up of the queue's counters (the send path's call).
+func (m *Manager) IncTopicPutTimed(topic string, queueID int32, msgs int, size, ms int64) {
+	k := Key{Topic: topic, QueueID: queueID}
+	e := m.entryFor(&m.puts, k, TopicPutNums, TopicPutSize, QueuePutNums, QueuePutSize)
+	m.countPut(e, msgs, size)
+	lat := e.lat.Load()
+	if lat == nil {
+		if lat = m.item(TopicPutLatency, k); lat != nil {
+			e.lat.Store(lat)
+		}
+	}
+	lat.add(ms, 1)
 }
 
 // IncGroupGet counts msgs messages of size bytes pulled by group from a

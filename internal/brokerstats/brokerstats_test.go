@@ -338,3 +338,74 @@ func TestOpsFigures(t *testing.T) {
 		t.Fatalf("after a new put: %+v", ts)
 	}
 }
+
+// IncTopicPutTimed counts what IncTopicPut and IncTopicPutLatency count,
+// also after the topic's counters were removed and made again.
+func TestIncTopicPutTimedCountsBoth(t *testing.T) {
+	pair, timed := New(Options{ClusterName: "c", DetailStats: true}), New(Options{ClusterName: "c", DetailStats: true})
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 3; i++ {
+			pair.IncTopicPut("t", 2, 4, 100)
+			pair.IncTopicPutLatency("t", 2, int64(i))
+			timed.IncTopicPutTimed("t", 2, 4, 100, int64(i))
+		}
+		k := Key{Topic: "t", QueueID: 2}
+		for _, n := range []Name{TopicPutNums, TopicPutSize, QueuePutNums, QueuePutSize, TopicPutLatency, BrokerPutNums} {
+			pv, pt := pair.Totals(n, k)
+			tv, tt := timed.Totals(n, k)
+			if pv != tv || pt != tt {
+				t.Fatalf("round %d, %v: timed %d/%d, pair %d/%d", round, n, tv, tt, pv, pt)
+			}
+		}
+		if v, _ := timed.Totals(TopicPutLatency, k); round == 0 && v != 3 {
+			t.Fatalf("latency total %d, want 0+1+2", v)
+		}
+		pair.RemoveTopic("t")
+		timed.RemoveTopic("t")
+	}
+}
+
+// BenchmarkCountPut is what the send path counts per put: the put and
+// its latency, as two calls and as IncTopicPutTimed.
+func BenchmarkCountPut(b *testing.B) {
+	b.Run("pair", func(b *testing.B) {
+		m := New(Options{ClusterName: "c"})
+		m.IncTopicPut("topic", 0, 1, 100)
+		m.IncTopicPutLatency("topic", 0, 1)
+		b.ReportAllocs()
+		for b.Loop() {
+			m.IncTopicPut("topic", 0, 1, 100)
+			m.IncTopicPutLatency("topic", 0, 1)
+		}
+	})
+	b.Run("timed", func(b *testing.B) {
+		m := New(Options{ClusterName: "c"})
+		m.IncTopicPutTimed("topic", 0, 1, 100, 1)
+		b.ReportAllocs()
+		for b.Loop() {
+			m.IncTopicPutTimed("topic", 0, 1, 100, 1)
+		}
+	})
+	b.Run("timed-parallel", func(b *testing.B) {
+		m := New(Options{ClusterName: "c"})
+		m.IncTopicPutTimed("topic", 0, 1, 100, 1)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.IncTopicPutTimed("topic", 0, 1, 100, 1)
+			}
+		})
+	})
+	b.Run("pair-parallel", func(b *testing.B) {
+		m := New(Options{ClusterName: "c"})
+		m.IncTopicPut("topic", 0, 1, 100)
+		m.IncTopicPutLatency("topic", 0, 1)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.IncTopicPut("topic", 0, 1, 100)
+				m.IncTopicPutLatency("topic", 0, 1)
+			}
+		})
+	})
+}

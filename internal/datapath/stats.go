@@ -12,12 +12,10 @@ import (
 // pull and send-back paths (internal/brokerstats implements it). Each call
 // must be cheap and must not block: it runs on the request path.
 type Stats interface {
-	// IncTopicPut counts msgs messages of size bytes stored in queue
-	// queueID of topic.
-	IncTopicPut(topic string, queueID int32, msgs int, size int64)
-	// IncTopicPutLatency counts the milliseconds a put took from its
+	// IncTopicPutTimed counts msgs messages of size bytes stored in queue
+	// queueID of topic, and the ms milliseconds the put took from its
 	// request to the store's completion (TOPIC_PUT_LATENCY).
-	IncTopicPutLatency(topic string, queueID int32, ms int64)
+	IncTopicPutTimed(topic string, queueID int32, msgs int, size, ms int64)
 	// IncGroupGet counts msgs messages of size bytes pulled by group from
 	// queue queueID of topic.
 	IncGroupGet(group, topic string, queueID int32, msgs int, size int64)
@@ -41,14 +39,13 @@ type Stats interface {
 // noStats is the Stats of a data path built without one.
 type noStats struct{}
 
-func (noStats) IncTopicPut(string, int32, int, int64)           {}
-func (noStats) IncTopicPutLatency(string, int32, int64)         {}
-func (noStats) IncGroupGet(string, string, int32, int, int64)   {}
-func (noStats) IncGroupGetLatency(string, string, int32, int64) {}
-func (noStats) IncSendBack(string, string)                      {}
-func (noStats) IncSendToDLQ(string, string)                     {}
-func (noStats) IncTransaction(string, bool)                     {}
-func (noStats) NotePulled(string, string, int32, int64)         {}
+func (noStats) IncTopicPutTimed(string, int32, int, int64, int64) {}
+func (noStats) IncGroupGet(string, string, int32, int, int64)     {}
+func (noStats) IncGroupGetLatency(string, string, int32, int64)   {}
+func (noStats) IncSendBack(string, string)                        {}
+func (noStats) IncSendToDLQ(string, string)                       {}
+func (noStats) IncTransaction(string, bool)                       {}
+func (noStats) NotePulled(string, string, int32, int64)           {}
 
 func statsOr(s Stats) Stats {
 	if s == nil {
@@ -64,8 +61,7 @@ func statsOr(s Stats) Stats {
 func (d *Path) countTopicPut(topic string, queueID int32, r store.PutResult, start time.Time) {
 	switch r.Status {
 	case store.PutOK, store.FlushDiskTimeout, store.FlushSlaveTimeout, store.SlaveNotAvailable:
-		d.stats.IncTopicPut(topic, queueID, int(max(r.MsgNum, 1)), int64(r.WroteBytes))
-		d.stats.IncTopicPutLatency(topic, queueID, time.Since(start).Milliseconds())
+		d.stats.IncTopicPutTimed(topic, queueID, int(max(r.MsgNum, 1)), int64(r.WroteBytes), time.Since(start).Milliseconds())
 	}
 }
 
