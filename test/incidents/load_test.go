@@ -248,7 +248,7 @@ func runSendsInto(ctx context.Context, l sendLoad, rec *recorder) {
 	var wg sync.WaitGroup
 	var seq atomic.Int64
 	for c := 0; c < max(l.Conns, 1); c++ {
-		cli := transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second})
+		cli := transport.NewClient(transport.ClientConfig{DialTimeout: 10 * time.Second})
 		defer cli.Close()
 		for j := 0; j < max(l.Inflight, 1); j++ {
 			slot := c*max(l.Inflight, 1) + j
@@ -330,7 +330,7 @@ type pullResult struct {
 
 // runPulls pulls until ctx ends (or every queue reached StopAt).
 func runPulls(ctx context.Context, l pullLoad) pullResult {
-	cli := transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second})
+	cli := transport.NewClient(transport.ClientConfig{DialTimeout: 10 * time.Second})
 	defer cli.Close()
 	var (
 		lat, e2e                  stats.Histogram

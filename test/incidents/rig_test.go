@@ -76,7 +76,7 @@ func startRig(t testing.TB, o rigOptions) *rig {
 		t.Fatalf("namesrv listen: %v", err)
 	}
 	r.nsAddr = a.String()
-	r.admin = transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second})
+	r.admin = transport.NewClient(transport.ClientConfig{DialTimeout: 10 * time.Second})
 	r.startBroker()
 	t.Cleanup(r.stop)
 	return r

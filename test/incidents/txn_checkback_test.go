@@ -51,7 +51,7 @@ type unknownProducer struct {
 
 func newUnknownProducer() *unknownProducer {
 	p := &unknownProducer{}
-	p.cli = transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second, Handler: p.handle})
+	p.cli = transport.NewClient(transport.ClientConfig{DialTimeout: 10 * time.Second, Handler: p.handle})
 	return p
 }
 
@@ -92,7 +92,7 @@ func sendHalves(t *testing.T, addr, topic string, n int) {
 	var first atomic.Value
 	var wg sync.WaitGroup
 	for c := 0; c < 4; c++ {
-		cli := transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second})
+		cli := transport.NewClient(transport.ClientConfig{DialTimeout: 10 * time.Second})
 		defer cli.Close()
 		for j := 0; j < 8; j++ {
 			wg.Add(1)
