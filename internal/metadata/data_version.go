@@ -29,21 +29,25 @@ func newVersionStamp(clk clock.Clock) *versionStamp {
 
 func (s *versionStamp) next() {
 	s.mu.Lock()
+	s.nextLocked()
+	s.mu.Unlock()
+}
+
+// nextState is next with the state version set to state, in one step.
+func (s *versionStamp) nextState(state int64) {
+	s.mu.Lock()
+	s.v.StateVersion = state
+	s.nextLocked()
+	s.mu.Unlock()
+}
+
+func (s *versionStamp) nextLocked() {
 	s.v.Counter++
 	// Go's admin reads the counter as int32.
 	if s.v.Counter > 1<<31-1 {
 		s.v.Counter = 1
 	}
 	s.v.Timestamp = s.clk.Now().UnixMilli()
-	s.mu.Unlock()
-}
-
-// nextState is next with the state version set to state.
-func (s *versionStamp) nextState(state int64) {
-	s.mu.Lock()
-	s.v.StateVersion = state
-	s.mu.Unlock()
-	s.next()
 }
 
 func (s *versionStamp) get() DataVersion {

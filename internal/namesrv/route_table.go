@@ -116,23 +116,25 @@ func (t *RouteTable) Register(r Registration, now time.Time) RegisterResult {
 			delete(bd.BrokerAddrs, id)
 		}
 	}
+	key := BrokerAddrInfo{Cluster: r.Cluster, Addr: r.BrokerAddr}
 	old := bd.BrokerAddrs[r.BrokerID]
-	if old != "" && old != r.BrokerAddr {
-		if ol := t.live[BrokerAddrInfo{Cluster: r.Cluster, Addr: old}]; ol != nil && ol.DataVersion.StateVersion > r.DataVersion.StateVersion {
-			delete(t.live, BrokerAddrInfo{Cluster: r.Cluster, Addr: r.BrokerAddr})
-			return RegisterResult{ConflictWith: old}
-		}
-	}
 	var displaced string
-	if r.BrokerID == MasterID && old != "" && old != r.BrokerAddr {
-		if t.live[BrokerAddrInfo{Cluster: r.Cluster, Addr: old}] != nil {
-			displaced = old
+	if old != "" && old != r.BrokerAddr {
+		if ol := t.live[BrokerAddrInfo{Cluster: r.Cluster, Addr: old}]; ol != nil {
+			// Another live address holds the id: a higher state version
+			// keeps it; else the newer registration takes it.
+			if ol.DataVersion.StateVersion > r.DataVersion.StateVersion {
+				delete(t.live, key)
+				return RegisterResult{ConflictWith: old}
+			}
+			if r.BrokerID == MasterID {
+				displaced = old
+			}
 		}
 	}
 	bd.BrokerAddrs[r.BrokerID] = r.BrokerAddr
 	first = first || old == ""
 
-	key := BrokerAddrInfo{Cluster: r.Cluster, Addr: r.BrokerAddr}
 	prev := t.live[key]
 	versionChanged := prev == nil || prev.DataVersion != r.DataVersion
 
