@@ -9,15 +9,16 @@ import (
 
 // prefaultShift: the writer asks for pre-faulting each time it crosses a
 // 1 MiB boundary; prefaultAhead is how far ahead of the write cursor pages
-// are mapped writable.
+// are brought into memory.
 const (
 	prefaultShift = 20
 	prefaultAhead = 8 << 20
 )
 
 // allocator creates, allocates and pre-faults CommitLog files ahead of the
-// writer (design rule 2) and keeps pages ahead of the write cursor mapped
-// writable, so the put lock never covers a file creation or a first touch.
+// writer (design rule 2) and keeps pages ahead of the write cursor in
+// memory (mapped writable, or in the page cache for pwrite), so the put lock
+// never covers a file creation or a first touch.
 type allocator struct {
 	c *CommitLog
 
@@ -374,11 +375,8 @@ func (a *allocator) takeOrCreateLocked(from int64) (*MappedFile, error) {
 	return mf, nil
 }
 
-// prefault maps the pages ahead of the write cursor writable.
+// prefault brings the pages ahead of the write cursor into memory.
 func (a *allocator) prefault() {
-	if !a.c.mmapped {
-		return
-	}
 	mf := a.c.mfq.last()
 	if mf == nil || !mf.acquire() {
 		return

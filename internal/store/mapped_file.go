@@ -356,15 +356,24 @@ func (mf *MappedFile) flush() (int64, error) {
 	return target, nil
 }
 
-// prefault maps every page of [from, to) writable without changing its
-// contents (MADV_POPULATE_WRITE); falls back to MADV_WILLNEED.
+// prefault brings every page of [from, to) into memory without changing
+// its contents, so that the puts writing there find it. A mapping's pages
+// are mapped writable (MADV_POPULATE_WRITE, falling back to
+// MADV_WILLNEED). A file written with pwrite has the range read into the
+// page cache (POSIX_FADV_WILLNEED; allocated blocks not yet written read as
+// zeros without disk I/O): without it each put's pwrite that reaches a new
+// page allocates and zeroes it inside the system call.
 func (mf *MappedFile) prefault(from, to int64) {
-	if mf.data == nil || from >= to {
+	if from >= to || mf.f == nil {
 		return
 	}
 	from &^= osPageSize - 1
 	if to > mf.size {
 		to = mf.size
+	}
+	if mf.data == nil {
+		_ = mf.f.Fadvise(from, to-from, vfs.FadvWillNeed)
+		return
 	}
 	if err := mf.f.Madvise(mf.data[from:to], madvPopulateWrite); err != nil {
 		_ = mf.f.Madvise(mf.data[from:to], vfs.MadvWillNeed)
