@@ -64,36 +64,70 @@ func (d *dispatcher) stop() {
 	_ = d.pass()
 }
 
+// dispatchLinger is how long the dispatcher waits after a pass that
+// dispatched records before it looks again, without being woken: while
+// records keep arriving, one pass per dispatchLinger takes them all, and
+// the puts skip the wake-up that costs a thread switch each (RocketMQ's
+// reput service sleeps 1 ms between passes). The first record after a
+// quiet spell still wakes it at once.
+const dispatchLinger = time.Millisecond
+
+// dispatchWait decides how the dispatcher waits before its next pass: how
+// long, and whether a put's kick may cut the wait short (parked) or not
+// (lingering). progressed: the last pass dispatched records; failing: it
+// failed and puts are refused until a pass succeeds.
+func dispatchWait(progressed, failing bool) (wait time.Duration, wakeable bool) {
+	switch {
+	case failing:
+		return dispatchRetryInterval, true // retry soon: puts are refused meanwhile
+	case progressed:
+		return dispatchLinger, false
+	default:
+		return time.Second, true
+	}
+}
+
 func (d *dispatcher) run() {
 	defer d.wg.Done()
 	c := d.st.commitLog
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
 	seen := int64(-1) // the readable end when the last pass began
+	progressed := false
 	for {
-		// Park unless the readable end moved since the last pass began.
-		// The flag is raised before the re-check, and a put reads it
-		// after publishing its records, so no wake-up is lost; while the
-		// dispatcher works, puts skip the wake-up entirely. (A pass that
-		// cannot progress is not retried until new records arrive.)
-		c.dispatchIdle.Store(true)
-		if !(c.dispatchEnd() != seen && c.dispatchIdle.CompareAndSwap(true, false)) {
+		wait, wakeable := dispatchWait(progressed, d.failing.Load() != nil)
+		if !wakeable {
 			d.parks.Add(1)
-			wait := time.Second
-			if d.failing.Load() != nil {
-				wait = dispatchRetryInterval // retry soon: puts are refused meanwhile
-			}
 			t.Reset(wait)
 			select {
 			case <-d.stopCh:
 				return
-			case <-c.kickCh:
 			case <-t.C:
 			}
-			c.dispatchIdle.Store(false)
+		} else {
+			// Park unless the readable end moved since the last pass
+			// began. The flag is raised before the re-check, and a put
+			// reads it after publishing its records, so no wake-up is
+			// lost; while the dispatcher works or lingers, puts skip the
+			// wake-up entirely. (A pass that cannot progress is not
+			// retried until new records arrive.)
+			c.dispatchIdle.Store(true)
+			if !(c.dispatchEnd() != seen && c.dispatchIdle.CompareAndSwap(true, false)) {
+				d.parks.Add(1)
+				t.Reset(wait)
+				select {
+				case <-d.stopCh:
+					return
+				case <-c.kickCh:
+				case <-t.C:
+				}
+				c.dispatchIdle.Store(false)
+			}
 		}
+		before := d.reputFrom.Load()
 		seen = c.dispatchEnd()
 		err := d.pass()
+		progressed = d.reputFrom.Load() != before
 		if err == nil && d.st.cqTailBytes.Load() > cqTailBudget {
 			err = d.st.writeQueueTails()
 		}
