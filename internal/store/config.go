@@ -48,6 +48,11 @@ type Config struct {
 	FlushCommitLogThoroughInterval int    `prop:"flushCommitLogThoroughInterval" live:"true"`
 	SyncFlushTimeout               int64  `prop:"syncFlushTimeout" live:"true"`
 	FlushIntervalConsumeQueue      int    `prop:"flushIntervalConsumeQueue" live:"true"`
+	// A consume queue is synced at an interval once this many pages of it
+	// are unsynced (0: at every interval), and every queue once per
+	// FlushConsumeQueueThoroughInterval milliseconds.
+	FlushConsumeQueueLeastPages       int `prop:"flushConsumeQueueLeastPages" live:"true"`
+	FlushConsumeQueueThoroughInterval int `prop:"flushConsumeQueueThoroughInterval" live:"true"`
 
 	// WriteWithoutMmap selects the pwrite write path. Spool's default is
 	// true where RocketMQ's is false: measured on a 2-core machine, mapped
@@ -123,13 +128,15 @@ func DefaultConfig() Config {
 		MappedFileSizeCommitLog:    1 << 30,
 		MappedFileSizeConsumeQueue: 300000 * CQEntrySize,
 
-		FlushDiskType:                  AsyncFlush,
-		FlushIntervalCommitLog:         500,
-		FlushCommitLogTimed:            true,
-		FlushCommitLogLeastPages:       4,
-		FlushCommitLogThoroughInterval: 10 * 1000,
-		SyncFlushTimeout:               5 * 1000,
-		FlushIntervalConsumeQueue:      1000,
+		FlushDiskType:                     AsyncFlush,
+		FlushIntervalCommitLog:            500,
+		FlushCommitLogTimed:               true,
+		FlushCommitLogLeastPages:          4,
+		FlushCommitLogThoroughInterval:    10 * 1000,
+		SyncFlushTimeout:                  5 * 1000,
+		FlushIntervalConsumeQueue:         1000,
+		FlushConsumeQueueLeastPages:       2,
+		FlushConsumeQueueThoroughInterval: 60 * 1000,
 
 		WriteWithoutMmap:                true,
 		TransientStorePoolEnable:        false,

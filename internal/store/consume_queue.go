@@ -460,6 +460,67 @@ func (cq *ConsumeQueue) realEntryFrom(off int64) (CQEntry, bool) {
 	return CQEntry{}, false
 }
 
+// cqFlushLagMax bounds how far behind the dispatched end a consume queue's
+// first unsynced entry may point before an interval's flush syncs the
+// queue whatever its size: the checkpoint claims nothing past that entry,
+// so it is also what recovery after a power cut may re-dispatch.
+const cqFlushLagMax = 256 << 20
+
+// cqFlushDue decides whether an interval's flush syncs a consume queue
+// whose entries [flushedTo, written) are in its file but not durable
+// (RocketMQ's flushConsumeQueueLeastPages): always when leastPages is 0
+// (a thorough flush); when they cross at least leastPages page boundaries;
+// or when the first of them is for a record at firstPhy more than
+// cqFlushLagMax behind dispatched. A queue with nothing unsynced is never
+// due.
+func cqFlushDue(flushedTo, written int64, leastPages int, firstPhy, dispatched int64) bool {
+	if written <= flushedTo {
+		return false
+	}
+	if leastPages <= 0 {
+		return true
+	}
+	pages := written*CQEntrySize/osPageSize - flushedTo*CQEntrySize/osPageSize
+	return pages >= int64(leastPages) || dispatched-firstPhy > cqFlushLagMax
+}
+
+// unflushedFrom is the CommitLog offset of the first record whose entry is
+// in the queue's file but not synced (math.MaxInt64 when none is, and 0
+// when it cannot be read, which claims nothing): a checkpoint claims no
+// more than that as dispatched.
+func (cq *ConsumeQueue) unflushedFrom() int64 {
+	from := cq.flushedTo.Load()
+	if cq.written.Load() <= from {
+		return math.MaxInt64
+	}
+	e, ok := cq.realEntryFrom(max(from, cq.minOffset.Load()))
+	if !ok {
+		return 0
+	}
+	return e.Offset
+}
+
+// flushIfDue writes the tail out and syncs the queue's files when
+// cqFlushDue says so; otherwise its entries stay unsynced, and the
+// checkpoint does not claim them (unflushedFrom).
+func (cq *ConsumeQueue) flushIfDue(leastPages int, dispatched int64) error {
+	if err := cq.writeTail(); err != nil {
+		return err
+	}
+	if !cq.dirty.Load() {
+		return nil
+	}
+	flushedTo, written := cq.flushedTo.Load(), cq.written.Load()
+	firstPhy := int64(math.MaxInt64)
+	if leastPages > 0 && written > flushedTo {
+		firstPhy = cq.unflushedFrom()
+	}
+	if !cqFlushDue(flushedTo, written, leastPages, firstPhy, dispatched) && written > flushedTo {
+		return nil
+	}
+	return cq.flush()
+}
+
 // flush writes the tail out and fdatasyncs the files holding unflushed
 // entries.
 func (cq *ConsumeQueue) flush() error {

@@ -181,7 +181,7 @@ func TestTornTailsAndBitFlips(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDispatched(t, st, "F", 0, 400)
-	if err := st.checkpointWith(st.disp.reputFrom.Load(), true, false); err != nil {
+	if err := st.checkpointWith(st.disp.reputFrom.Load(), cqFlushAll, false); err != nil {
 		t.Fatal(err)
 	}
 	flushed := st.commitLog.flushedWhere.Load()

@@ -268,7 +268,9 @@ var liveKeyTests = map[string]func(t *testing.T){
 			t.Fatal("no checkpoint after flushIntervalConsumeQueue went from 1 h to 10 ms")
 		}
 	},
-	"commitIntervalCommitLog": commitCase(func(c *Config) {}, func(c *Config) { c.CommitIntervalCommitLog = 1 }),
+	"flushConsumeQueueLeastPages":       cqSyncCase(func(c *Config) { c.FlushConsumeQueueLeastPages = 0 }),
+	"flushConsumeQueueThoroughInterval": cqSyncCase(func(c *Config) { c.FlushConsumeQueueThoroughInterval = 0 }),
+	"commitIntervalCommitLog":           commitCase(func(c *Config) {}, func(c *Config) { c.CommitIntervalCommitLog = 1 }),
 	"commitCommitLogLeastPages": commitCase(func(c *Config) {
 		c.CommitIntervalCommitLog = 1
 		c.CommitCommitLogLeastPages = 1 << 20
@@ -445,5 +447,67 @@ func TestLiveKeysReadThroughLive(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// cqSyncCase: with flushConsumeQueueLeastPages far above what one entry
+// fills and an hour between thorough flushes, a queue's single entry is
+// not synced at the interval's flushes, so the checkpoint does not claim
+// it as dispatched; after change it is synced and claimed.
+func cqSyncCase(change func(c *Config)) func(t *testing.T) {
+	return func(t *testing.T) {
+		cfg := testConfig(t)
+		cfg.FlushIntervalConsumeQueue = 10
+		cfg.FlushConsumeQueueLeastPages = 1 << 20
+		cfg.FlushConsumeQueueThoroughInterval = hour
+		st, err := Open(cfg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written := make(chan struct{}, 1)
+		st.Failpoint = func(name string) {
+			if name == "checkpoint-written" {
+				select {
+				case written <- struct{}{}:
+				default:
+				}
+			}
+		}
+		if err := st.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer st.Shutdown()
+		r := mustPut(t, st, testMsg("L", 0, "x", ""))
+		waitDispatched(t, st, "L", 0, 1)
+		claimed := func() int64 {
+			t.Helper()
+			cp, ok, err := readCheckpoint(st.fs, st.cfg.checkpointPath())
+			if err != nil || !ok {
+				t.Fatalf("checkpoint: %v (present %v)", err, ok)
+			}
+			return cp.LogicsDispatchedOffset
+		}
+		waitCheckpoint := func() {
+			t.Helper()
+			select {
+			case <-written:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no checkpoint within 10 s at a 10 ms interval")
+			}
+		}
+		for range 3 { // the one in progress, then two that began after dispatch
+			waitCheckpoint()
+		}
+		if got := claimed(); got > r.WroteOffset {
+			t.Fatalf("checkpoint claims %d as dispatched, past the unsynced entry of the record at %d", got, r.WroteOffset)
+		}
+		setLive(t, st, change)
+		deadline := time.Now().Add(10 * time.Second)
+		for claimed() <= r.WroteOffset {
+			if time.Now().After(deadline) {
+				t.Fatalf("the entry of the record at %d is still not claimed (checkpoint at %d)", r.WroteOffset, claimed())
+			}
+			waitCheckpoint()
+		}
 	}
 }

@@ -182,7 +182,7 @@ func (st *DefaultMessageStore) Start() error {
 	}
 	// A checkpoint file exists from the start, so a shutdown on a full
 	// disk can overwrite it in place (writeCheckpoint).
-	if err := st.checkpointWith(st.disp.reputFrom.Load(), true, true); err != nil {
+	if err := st.checkpointWith(st.disp.reputFrom.Load(), cqFlushAll, true); err != nil {
 		if !isNoSpace(err) {
 			st.state.Store(stateStopped)
 			st.closeFiles()
@@ -663,10 +663,17 @@ func (st *DefaultMessageStore) Stats() Stats {
 // is one, the error wraps errCQWrite (and errCheckpointNoSpace when they
 // all found no space). A failed sync is never one of these.
 func (st *DefaultMessageStore) flushConsumeQueues() error {
+	return st.flushConsumeQueuesDue(0, 0)
+}
+
+// flushConsumeQueuesDue writes out every queue's tail and syncs the queues
+// cqFlushDue names for leastPages and the dispatched end (every queue with
+// unsynced entries when leastPages is 0).
+func (st *DefaultMessageStore) flushConsumeQueuesDue(leastPages int, dispatched int64) error {
 	var errs []error
 	writes, noSpace := true, true
 	for _, cq := range st.allQueues() {
-		if err := cq.flush(); err != nil {
+		if err := cq.flushIfDue(leastPages, dispatched); err != nil {
 			errs = append(errs, err)
 			var we *cqWriteError
 			writes = writes && errors.As(err, &we)
@@ -687,6 +694,17 @@ func (st *DefaultMessageStore) flushConsumeQueues() error {
 // errCQWrite marks failed writes of consume-queue tails: the entries stay
 // in memory and the write is retried, the store stays writable.
 var errCQWrite = errors.New("consume-queue entries not written")
+
+// unflushedFrom is the CommitLog offset of the first record whose
+// consume-queue entry is in its file but not synced (math.MaxInt64 when
+// none).
+func (st *DefaultMessageStore) unflushedFrom() int64 {
+	from := int64(math.MaxInt64)
+	for _, cq := range st.allQueues() {
+		from = min(from, cq.unflushedFrom())
+	}
+	return from
+}
 
 // unwrittenFrom is the CommitLog offset of the first record whose
 // consume-queue entry is not in its file yet (math.MaxInt64 when none).
@@ -716,25 +734,41 @@ func (st *DefaultMessageStore) writeQueueTails() error {
 // writeCheckpoint records what is durable. The dispatched offset is read
 // before the queues are flushed, so every entry below it is durable.
 func (st *DefaultMessageStore) writeCheckpoint() error {
-	return st.checkpointWith(st.disp.reputFrom.Load(), false, true)
+	return st.checkpointWith(st.disp.reputFrom.Load(), cqFlushNone, true)
 }
 
-func (st *DefaultMessageStore) checkpointWith(dispatched int64, flushQueues, inPlace bool) error {
+// cqFlush is what a checkpoint does with the consume queues before it is
+// written.
+type cqFlush int
+
+const (
+	cqFlushNone cqFlush = iota // claim what earlier flushes made durable
+	cqFlushAll                 // sync every queue with unsynced entries
+	cqFlushSome                // sync the queues cqFlushDue names (flushConsumeQueueLeastPages)
+)
+
+func (st *DefaultMessageStore) checkpointWith(dispatched int64, flush cqFlush, inPlace bool) error {
 	st.ckMu.Lock()
 	defer st.ckMu.Unlock()
-	return st.checkpointLocked(dispatched, flushQueues, inPlace)
+	return st.checkpointLocked(dispatched, flush, inPlace)
 }
 
-func (st *DefaultMessageStore) checkpointLocked(dispatched int64, flushQueues, inPlace bool) error {
+func (st *DefaultMessageStore) checkpointLocked(dispatched int64, flush cqFlush, inPlace bool) error {
 	var cqErr error
-	if flushQueues {
+	switch flush {
+	case cqFlushAll:
 		cqErr = st.flushConsumeQueues()
-		if cqErr != nil && !errors.Is(cqErr, errCQWrite) {
-			return cqErr
-		}
+	case cqFlushSome:
+		cqErr = st.flushConsumeQueuesDue(st.live().FlushConsumeQueueLeastPages, dispatched)
 	}
-	// Entries not written (a failed write) are not claimed as durable.
-	dispatched = min(dispatched, st.unwrittenFrom())
+	if cqErr != nil && !errors.Is(cqErr, errCQWrite) {
+		return cqErr
+	}
+	// Entries not written (a failed write) or not synced (a queue not due
+	// yet) are not claimed as durable. Tails are looked at first: an entry
+	// written out in between is then seen by the second look.
+	unwritten := st.unwrittenFrom()
+	dispatched = min(dispatched, unwritten, st.unflushedFrom())
 	var indexTs, indexOff int64
 	if st.index != nil {
 		indexOff = st.index.cursor.Load()
@@ -760,9 +794,14 @@ func (st *DefaultMessageStore) checkpointLocked(dispatched int64, flushQueues, i
 }
 
 // backgroundLoop flushes consume queues and writes the checkpoint every
-// flushIntervalConsumeQueue, off every lock the produce path takes.
+// flushIntervalConsumeQueue, off every lock the produce path takes. A
+// queue is synced when flushConsumeQueueLeastPages pages of it are
+// unsynced (or it lags, cqFlushDue), and every queue once per
+// flushConsumeQueueThoroughInterval, as RocketMQ's FlushConsumeQueueService
+// does; the checkpoint claims only what is synced either way.
 func (st *DefaultMessageStore) backgroundLoop() {
 	defer st.bgWG.Done()
+	lastThorough := st.fs.Now()
 	for {
 		changed := st.liveChanged()
 		t := time.NewTimer(time.Duration(max(st.live().FlushIntervalConsumeQueue, 10)) * time.Millisecond)
@@ -779,7 +818,11 @@ func (st *DefaultMessageStore) backgroundLoop() {
 			continue
 		}
 		dispatched := st.disp.reputFrom.Load()
-		err := st.checkpointWith(dispatched, true, false)
+		flush := cqFlushSome
+		if now := st.fs.Now(); now.Sub(lastThorough) >= time.Duration(st.live().FlushConsumeQueueThoroughInterval)*time.Millisecond {
+			flush, lastThorough = cqFlushAll, now
+		}
+		err := st.checkpointWith(dispatched, flush, false)
 		switch {
 		case err == nil:
 			st.noSpace.clear(st, condCheckpoint)

@@ -308,7 +308,7 @@ func (st *DefaultMessageStore) truncateLocked(offset int64) (int64, error) {
 	}
 	fp("truncate-queues")
 	// 4. A consistent checkpoint, then the epochs.
-	if err := st.checkpointLocked(dispatched, false, false); err != nil {
+	if err := st.checkpointLocked(dispatched, cqFlushNone, false); err != nil {
 		return 0, err
 	}
 	if st.epochs != nil {
