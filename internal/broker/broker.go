@@ -255,6 +255,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		b.sw = newSwitchReplica(b, st, &cfg)
 	}
 	b.longPoll = longpoll.New(longPollDeps(b))
+	// While a pull is held, new records are dispatched at once.
+	b.store.SetDispatchWaiters(b.longPoll.Holding)
 	b.txCheck = transaction.NewCheckService(transactionDeps(b, filepath.Join(configDir, "transactionIndex.json")))
 	b.cold = &coldReadBudget{clock: b.clock}
 	b.traffic = newTrafficStats(&cfg)

@@ -126,6 +126,7 @@ func longPollDeps(b *Broker) longpoll.Deps {
 	return longpoll.Deps{
 		MaxOffset: func(topic string, queueID int32) int64 { return b.store.MaxOffsetInQueue(topic, queueID) },
 		Resume:    func(p *longpoll.Pull) { b.data.ResumeHeld(p) },
+		OnHold:    func() { b.store.DispatchNow() },
 	}
 }
 

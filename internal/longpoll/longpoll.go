@@ -50,6 +50,9 @@ type Deps struct {
 	// Resume re-runs a held pull through its pull executor. It is called
 	// once per pull, never for a pull whose connection closed.
 	Resume func(p *Pull)
+	// OnHold, when set, is called after a pull is held: the store then
+	// dispatches new records at once instead of gathering them.
+	OnHold func()
 }
 
 // Service holds pulls that found no message.
@@ -57,6 +60,7 @@ type Service struct {
 	d      Deps
 	mu     sync.Mutex
 	table  map[string][]*Pull // "topic@queueId" -> held pulls
+	held   atomic.Int64       // pulls in table
 	closed bool
 }
 
@@ -81,7 +85,11 @@ func (s *Service) Suspend(p *Pull, timeout time.Duration) {
 	}
 	p.timeout = time.AfterFunc(timeout, func() { s.resume(p) })
 	s.table[key] = append(s.table[key], p)
+	s.held.Add(1)
 	s.mu.Unlock()
+	if s.d.OnHold != nil {
+		s.d.OnHold()
+	}
 	// A message dispatched between the read and the registration above
 	// would not wake p: look once more.
 	if s.d.MaxOffset(p.Topic, p.QueueID) > p.Offset {
@@ -116,6 +124,7 @@ func (s *Service) OnDispatch(topic string, queueID int32, maxOffset int64) {
 }
 
 func (s *Service) storeListLocked(key string, list []*Pull) {
+	s.held.Add(int64(len(list) - len(s.table[key])))
 	if len(list) == 0 {
 		delete(s.table, key)
 		return
@@ -204,15 +213,10 @@ func (s *Service) Recheck() {
 }
 
 // Held returns the number of held pulls.
-func (s *Service) Held() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, list := range s.table {
-		n += len(list)
-	}
-	return n
-}
+func (s *Service) Held() int { return int(s.held.Load()) }
+
+// Holding reports whether any pull is held (one atomic load).
+func (s *Service) Holding() bool { return s.held.Load() > 0 }
 
 // Each calls fn for every held pull, under the table's lock (fn must not
 // call back into the service).

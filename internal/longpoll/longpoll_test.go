@@ -3,6 +3,7 @@ package longpoll
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ type rig struct {
 	addr    string
 	client  *transport.Client
 	timeout time.Duration
+	holds   atomic.Int32 // OnHold calls
 }
 
 func newRig(t *testing.T, timeout time.Duration) *rig {
@@ -38,6 +40,7 @@ func newRig(t *testing.T, timeout time.Duration) *rig {
 			g.mu.Unlock()
 			p.Responder.Reply(remoting.NewResponse(p.Responder.Request(), remoting.Success, p.Header.(string)))
 		},
+		OnHold: func() { g.holds.Add(1) },
 	})
 	srv := transport.NewServer(transport.ServerConfig{})
 	srv.RegisterReply(remoting.PullMessage, func(c *transport.Conn, req *remoting.Command) transport.Reply {
@@ -160,5 +163,36 @@ func TestShutdownRefusesToHold(t *testing.T) {
 	}
 	if g.s.Held() != 0 {
 		t.Fatalf("%d pulls held after shutdown", g.s.Held())
+	}
+}
+
+// The held count (what the store's dispatcher asks through Holding)
+// follows every way a pull leaves the table, and each hold is reported
+// through OnHold once.
+func TestHoldingFollowsTheTable(t *testing.T) {
+	g := newRig(t, 300*time.Millisecond)
+	if g.s.Holding() {
+		t.Fatal("holding before any pull")
+	}
+	a, b := g.pull("A"), g.pull("B")
+	g.waitHeld(2)
+	if !g.s.Holding() || g.holds.Load() != 2 {
+		t.Fatalf("holding %v with %d OnHold calls, want true with 2", g.s.Holding(), g.holds.Load())
+	}
+	g.s.OnDispatch("A", 0, 1) // wakes A
+	answer(t, a)
+	g.waitHeld(1)
+	answer(t, b) // B's suspend time passes
+	g.waitHeld(0)
+	if g.s.Holding() {
+		t.Fatal("holding after every pull was answered")
+	}
+	c := g.pull("C")
+	g.waitHeld(1)
+	g.s.Shutdown()
+	answer(t, c)
+	g.waitHeld(0)
+	if g.holds.Load() != 3 {
+		t.Fatalf("%d OnHold calls for 3 holds", g.holds.Load())
 	}
 }

@@ -58,6 +58,14 @@ type MessageStore interface {
 	// appended consume-queue entries for a queue (maxOffset exclusive). It
 	// must not block; the broker uses it to wake held pulls.
 	OnDispatch(fn func(topic string, queueID int32, maxOffset int64))
+	// SetDispatchWaiters tells the dispatcher whether anyone is waiting
+	// for new records (the broker: held pulls). While nobody is, a stream
+	// of puts is dispatched once per millisecond instead of waking the
+	// dispatcher once per put; while someone is, every put is dispatched
+	// at once. DispatchNow ends such a millisecond's wait at once (a pull
+	// was just held).
+	SetDispatchWaiters(waiting func() bool)
+	DispatchNow()
 
 	// MinPhyOffset and MaxPhyOffset bound the CommitLog.
 	MinPhyOffset() int64

@@ -257,9 +257,18 @@ func BenchmarkGetMessage(b *testing.B) {
 
 // BenchmarkDispatchLatency is the wake-up latency a held long poll sees:
 // one put at a time, each op ends when OnDispatch reports its record.
+// "held" tells the dispatcher a pull waits (as the broker does while one
+// is held); "nobody" does not, so records flowing in gather for up to
+// dispatchLinger between passes.
 func BenchmarkDispatchLatency(b *testing.B) {
+	b.Run("held", func(b *testing.B) { benchDispatchLatency(b, true) })
+	b.Run("nobody", func(b *testing.B) { benchDispatchLatency(b, false) })
+}
+
+func benchDispatchLatency(b *testing.B, held bool) {
 	st := benchStoreIndexed(b, "pwrite", AsyncFlush, true)
 	defer st.Shutdown()
+	st.SetDispatchWaiters(func() bool { return held })
 	ch := make(chan int64, 1024)
 	st.OnDispatch(func(tp string, q int32, max int64) {
 		if tp == "BenchTopic" {

@@ -43,13 +43,17 @@ type dispatcher struct {
 	failing  atomic.Pointer[string]
 	failures atomic.Int64 // passes that failed
 	parks    atomic.Int64 // times the run loop blocked waiting for work (benchmarks)
+	// waiting reports whether anyone waits for new records (nil: nobody);
+	// nowCh ends a linger at once.
+	waiting atomic.Pointer[func() bool]
+	nowCh   chan struct{}
 }
 
 // dispatchRetryInterval is how often a failing dispatch is retried.
 const dispatchRetryInterval = 100 * time.Millisecond
 
 func newDispatcher(st *DefaultMessageStore) *dispatcher {
-	return &dispatcher{st: st, stopCh: make(chan struct{})}
+	return &dispatcher{st: st, stopCh: make(chan struct{}), nowCh: make(chan struct{}, 1)}
 }
 
 func (d *dispatcher) start() {
@@ -65,25 +69,49 @@ func (d *dispatcher) stop() {
 }
 
 // dispatchLinger is how long the dispatcher waits after a pass that
-// dispatched records before it looks again, without being woken: while
-// records keep arriving, one pass per dispatchLinger takes them all, and
-// the puts skip the wake-up that costs a thread switch each (RocketMQ's
-// reput service sleeps 1 ms between passes). The first record after a
-// quiet spell still wakes it at once.
+// dispatched records, while nobody waits for new ones, before it looks
+// again without being woken: while records keep arriving, one pass per
+// dispatchLinger takes them all, and the puts skip the wake-up that costs
+// a thread switch each (RocketMQ's reput service sleeps 1 ms between
+// passes). The first record after a quiet spell still wakes it at once,
+// and so does every record while a pull is held for one.
 const dispatchLinger = time.Millisecond
 
 // dispatchWait decides how the dispatcher waits before its next pass: how
 // long, and whether a put's kick may cut the wait short (parked) or not
 // (lingering). progressed: the last pass dispatched records; failing: it
-// failed and puts are refused until a pass succeeds.
-func dispatchWait(progressed, failing bool) (wait time.Duration, wakeable bool) {
+// failed and puts are refused until a pass succeeds; waiting: someone
+// waits for new records (a held pull).
+func dispatchWait(progressed, failing, waiting bool) (wait time.Duration, wakeable bool) {
 	switch {
 	case failing:
 		return dispatchRetryInterval, true // retry soon: puts are refused meanwhile
-	case progressed:
+	case progressed && !waiting:
 		return dispatchLinger, false
 	default:
 		return time.Second, true
+	}
+}
+
+// someoneWaiting asks the function SetDispatchWaiters installed.
+func (d *dispatcher) someoneWaiting() bool {
+	if f := d.waiting.Load(); f != nil {
+		return (*f)()
+	}
+	return false
+}
+
+// SetDispatchWaiters installs the function the dispatcher asks, after a
+// pass that dispatched records, whether anyone waits for new ones.
+func (st *DefaultMessageStore) SetDispatchWaiters(waiting func() bool) {
+	st.disp.waiting.Store(&waiting)
+}
+
+// DispatchNow ends the dispatcher's linger (or park) at once.
+func (st *DefaultMessageStore) DispatchNow() {
+	select {
+	case st.disp.nowCh <- struct{}{}:
+	default:
 	}
 }
 
@@ -95,13 +123,14 @@ func (d *dispatcher) run() {
 	seen := int64(-1) // the readable end when the last pass began
 	progressed := false
 	for {
-		wait, wakeable := dispatchWait(progressed, d.failing.Load() != nil)
+		wait, wakeable := dispatchWait(progressed, d.failing.Load() != nil, progressed && d.someoneWaiting())
 		if !wakeable {
 			d.parks.Add(1)
 			t.Reset(wait)
 			select {
 			case <-d.stopCh:
 				return
+			case <-d.nowCh:
 			case <-t.C:
 			}
 		} else {
@@ -119,6 +148,7 @@ func (d *dispatcher) run() {
 				case <-d.stopCh:
 					return
 				case <-c.kickCh:
+				case <-d.nowCh:
 				case <-t.C:
 				}
 				c.dispatchIdle.Store(false)
