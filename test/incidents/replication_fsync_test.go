@@ -142,7 +142,10 @@ func replPhase(r *rig, topic string, queues int, d time.Duration) (loadResult, *
 		defer wg.Done()
 		samples = sampleReplication(ctx, r, 10*time.Millisecond)
 	}()
-	res := runSends(ctx, sendLoad{Addr: r.addr(), Topic: topic, Queues: queues, Conns: 16, Inflight: 1, Size: 1024, Rate: prof.fsyncRate}, d+5*time.Second)
+	// 10 s per send: on a loaded machine (the unit packages in parallel,
+	// under the race detector) a slave's report has been seen to stall
+	// 3.4 s with no fault injected; the answers must still all be SEND_OK.
+	res := runSends(ctx, sendLoad{Addr: r.addr(), Topic: topic, Queues: queues, Conns: 16, Inflight: 1, Size: 1024, Rate: prof.fsyncRate, Timeout: 10 * time.Second}, d+15*time.Second)
 	wg.Wait()
 	return res, samples
 }
