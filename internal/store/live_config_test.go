@@ -240,22 +240,7 @@ var liveKeyTests = map[string]func(t *testing.T){
 	"flushIntervalConsumeQueue": func(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.FlushIntervalConsumeQueue = hour
-		st, err := Open(cfg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		written := make(chan struct{}, 1)
-		st.Failpoint = func(name string) {
-			if name == "checkpoint-written" {
-				select {
-				case written <- struct{}{}:
-				default:
-				}
-			}
-		}
-		if err := st.Start(); err != nil {
-			t.Fatal(err)
-		}
+		st, written := openSignallingCheckpoints(t, cfg)
 		defer st.Shutdown()
 		select { // a checkpoint written by the start-up itself
 		case <-written:
@@ -460,22 +445,7 @@ func cqSyncCase(change func(c *Config)) func(t *testing.T) {
 		cfg.FlushIntervalConsumeQueue = 10
 		cfg.FlushConsumeQueueLeastPages = 1 << 20
 		cfg.FlushConsumeQueueThoroughInterval = hour
-		st, err := Open(cfg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		written := make(chan struct{}, 1)
-		st.Failpoint = func(name string) {
-			if name == "checkpoint-written" {
-				select {
-				case written <- struct{}{}:
-				default:
-				}
-			}
-		}
-		if err := st.Start(); err != nil {
-			t.Fatal(err)
-		}
+		st, written := openSignallingCheckpoints(t, cfg)
 		defer st.Shutdown()
 		r := mustPut(t, st, testMsg("L", 0, "x", ""))
 		waitDispatched(t, st, "L", 0, 1)
@@ -510,4 +480,27 @@ func cqSyncCase(change func(c *Config)) func(t *testing.T) {
 			waitCheckpoint()
 		}
 	}
+}
+
+// openSignallingCheckpoints starts a store whose every written checkpoint
+// leaves a token on the returned channel (one at most waiting).
+func openSignallingCheckpoints(t *testing.T, cfg Config) (*DefaultMessageStore, <-chan struct{}) {
+	t.Helper()
+	st, err := Open(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := make(chan struct{}, 1)
+	st.Failpoint = func(name string) {
+		if name == "checkpoint-written" {
+			select {
+			case written <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return st, written
 }
