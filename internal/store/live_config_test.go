@@ -240,7 +240,7 @@ var liveKeyTests = map[string]func(t *testing.T){
 	"flushIntervalConsumeQueue": func(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.FlushIntervalConsumeQueue = hour
-		st, written := openSignallingCheckpoints(t, cfg)
+		st, written := openSignallingCheckpoints(t, cfg, nil)
 		defer st.Shutdown()
 		select { // a checkpoint written by the start-up itself
 		case <-written:
@@ -445,7 +445,7 @@ func cqSyncCase(change func(c *Config)) func(t *testing.T) {
 		cfg.FlushIntervalConsumeQueue = 10
 		cfg.FlushConsumeQueueLeastPages = 1 << 20
 		cfg.FlushConsumeQueueThoroughInterval = hour
-		st, written := openSignallingCheckpoints(t, cfg)
+		st, written := openSignallingCheckpoints(t, cfg, nil)
 		defer st.Shutdown()
 		r := mustPut(t, st, testMsg("L", 0, "x", ""))
 		waitDispatched(t, st, "L", 0, 1)
@@ -482,11 +482,11 @@ func cqSyncCase(change func(c *Config)) func(t *testing.T) {
 	}
 }
 
-// openSignallingCheckpoints starts a store whose every written checkpoint
+// openSignallingCheckpoints starts a store (on fs; nil: the OS) whose every written checkpoint
 // leaves a token on the returned channel (one at most waiting).
-func openSignallingCheckpoints(t *testing.T, cfg Config) (*DefaultMessageStore, <-chan struct{}) {
+func openSignallingCheckpoints(t *testing.T, cfg Config, fs vfs.FS) (*DefaultMessageStore, <-chan struct{}) {
 	t.Helper()
-	st, err := Open(cfg, nil, nil)
+	st, err := Open(cfg, fs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
