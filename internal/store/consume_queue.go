@@ -510,12 +510,10 @@ func (cq *ConsumeQueue) flushIfDue(leastPages int, dispatched int64) error {
 	if !cq.dirty.Load() {
 		return nil
 	}
-	flushedTo, written := cq.flushedTo.Load(), cq.written.Load()
-	firstPhy := int64(math.MaxInt64)
-	if leastPages > 0 && written > flushedTo {
-		firstPhy = cq.unflushedFrom()
-	}
-	if !cqFlushDue(flushedTo, written, leastPages, firstPhy, dispatched) && written > flushedTo {
+	// A thorough flush, or nothing unsynced (flush clears the flag), goes
+	// straight to flush.
+	if flushedTo, written := cq.flushedTo.Load(), cq.written.Load(); leastPages > 0 && written > flushedTo &&
+		!cqFlushDue(flushedTo, written, leastPages, cq.unflushedFrom(), dispatched) {
 		return nil
 	}
 	return cq.flush()
