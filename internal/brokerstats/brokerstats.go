@@ -338,14 +338,9 @@ func (m *Manager) countPut(e *entry, msgs int, size int64) {
 	}
 }
 
-// IncTopicPutLatency counts a put's latency in milliseconds
-// (TOPIC_PUT_LATENCY, keyed "queueId@topic").
-func (m *Manager) IncTopicPutLatency(topic string, queueID int32, ms int64) {
-	m.Add(TopicPutLatency, Key{Topic: topic, QueueID: queueID}, ms, 1)
-}
-
-// IncTopicPutTimed is IncTopicPut and IncTopicPutLatency of one put with
-// one look-up of the queue's counters (the send path's call).
+// IncTopicPutTimed is IncTopicPut plus the put's latency in milliseconds
+// (TOPIC_PUT_LATENCY, keyed "queueId@topic"), with one look-up of the
+// queue's counters (the send path's call).
 func (m *Manager) IncTopicPutTimed(topic string, queueID int32, msgs int, size, ms int64) {
 	k := Key{Topic: topic, QueueID: queueID}
 	e := m.entryFor(&m.puts, k, TopicPutNums, TopicPutSize, QueuePutNums, QueuePutSize)

@@ -106,7 +106,7 @@ func TestItemsAreKeyedAsRocketMQKeysThem(t *testing.T) {
 	m, _ := newManual(Options{ClusterName: "DefaultCluster", DetailStats: true, IsSystemTopic: sys})
 	m.IncTopicPut("t", 3, 2, 300)
 	m.IncTopicPut("RMQ_SYS_TRACE_TOPIC", 0, 1, 50)
-	m.IncTopicPutLatency("t", 3, 7)
+	m.Add(TopicPutLatency, Key{Topic: "t", QueueID: 3}, 7, 1)
 	m.IncGroupGet("g", "t", 3, 4, 400)
 	m.IncGroupGetLatency("g", "t", 3, 12)
 	m.IncSendBack("g", "t")
@@ -339,14 +339,14 @@ func TestOpsFigures(t *testing.T) {
 	}
 }
 
-// IncTopicPutTimed counts what IncTopicPut and IncTopicPutLatency count,
+// IncTopicPutTimed counts what IncTopicPut and a TOPIC_PUT_LATENCY Add count,
 // also after the topic's counters were removed and made again.
 func TestIncTopicPutTimedCountsBoth(t *testing.T) {
 	pair, timed := New(Options{ClusterName: "c", DetailStats: true}), New(Options{ClusterName: "c", DetailStats: true})
 	for round := 0; round < 2; round++ {
 		for i := 0; i < 3; i++ {
 			pair.IncTopicPut("t", 2, 4, 100)
-			pair.IncTopicPutLatency("t", 2, int64(i))
+			pair.Add(TopicPutLatency, Key{Topic: "t", QueueID: 2}, int64(i), 1)
 			timed.IncTopicPutTimed("t", 2, 4, 100, int64(i))
 		}
 		k := Key{Topic: "t", QueueID: 2}
@@ -371,11 +371,11 @@ func BenchmarkCountPut(b *testing.B) {
 	b.Run("pair", func(b *testing.B) {
 		m := New(Options{ClusterName: "c"})
 		m.IncTopicPut("topic", 0, 1, 100)
-		m.IncTopicPutLatency("topic", 0, 1)
+		m.Add(TopicPutLatency, Key{Topic: "topic", QueueID: 0}, 1, 1)
 		b.ReportAllocs()
 		for b.Loop() {
 			m.IncTopicPut("topic", 0, 1, 100)
-			m.IncTopicPutLatency("topic", 0, 1)
+			m.Add(TopicPutLatency, Key{Topic: "topic", QueueID: 0}, 1, 1)
 		}
 	})
 	b.Run("timed", func(b *testing.B) {
@@ -399,12 +399,12 @@ func BenchmarkCountPut(b *testing.B) {
 	b.Run("pair-parallel", func(b *testing.B) {
 		m := New(Options{ClusterName: "c"})
 		m.IncTopicPut("topic", 0, 1, 100)
-		m.IncTopicPutLatency("topic", 0, 1)
+		m.Add(TopicPutLatency, Key{Topic: "topic", QueueID: 0}, 1, 1)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				m.IncTopicPut("topic", 0, 1, 100)
-				m.IncTopicPutLatency("topic", 0, 1)
+				m.Add(TopicPutLatency, Key{Topic: "topic", QueueID: 0}, 1, 1)
 			}
 		})
 	})
