@@ -193,6 +193,10 @@ func slowFsyncReplication(t *testing.T) replFigures {
 	storeCfg := func(c *store.Config) {
 		c.MappedFileSizeCommitLog = 64 << 20
 		c.FlushDiskType = store.AsyncFlush
+		// Every interval syncs every consume queue with new entries (the
+		// default syncs a queue only at 2 pages): the background syncs the
+		// fault slows are then as many as they can be.
+		c.FlushConsumeQueueLeastPages = 0
 	}
 	haCfg := func(bc *broker.Config) {
 		bc.HA.SendHeartbeatInterval = replHeartbeat

@@ -176,6 +176,9 @@ func slowFsyncAsync(t *testing.T) asyncFigures {
 		c.MappedFileSizeCommitLog = 16 << 20
 		c.FlushDiskType = store.AsyncFlush
 		c.SyncFlushTimeout = 1000
+		// Every interval syncs every consume queue with new entries, as
+		// many background syncs as the fault can slow.
+		c.FlushConsumeQueueLeastPages = 0
 	}})
 	r.createTopic(topic, queues)
 
