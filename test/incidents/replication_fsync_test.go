@@ -246,6 +246,17 @@ func slowFsyncReplication(t *testing.T) replFigures {
 		t.Fatalf("warm-up sends not all answered SEND_OK: %s", warm.describe())
 	}
 	base, baseRepl := replPhase(r, topic, queues, prof.fsyncBaseline)
+	// The baseline is taken once more when the process was starved during
+	// it (the sampler, due every 10 ms, got under a third of its samples,
+	// as with the unit packages in parallel under the race detector): a
+	// slave report then outlasts slaveTimeout with no fault at all. The
+	// discarded attempt's stored sends count in the nothing-lost check.
+	var discarded loadResult
+	if expect := int(prof.fsyncBaseline / (10 * time.Millisecond)); base.OK != base.Sent && baseRepl.n < expect/3 {
+		t.Logf("baseline starved (%d of about %d samples), taken again: %s", baseRepl.n, expect, base.describe())
+		discarded = base
+		base, baseRepl = replPhase(r, topic, queues, prof.fsyncBaseline)
+	}
 	waitFlushed(t, r.st)
 	mcensus.on.Store(true)
 	scensus.on.Store(true)
@@ -324,8 +335,11 @@ func slowFsyncReplication(t *testing.T) replFigures {
 	if n := scensus.count(""); n == 0 {
 		t.Errorf("no slave sync ran during the fault window")
 	}
-	if got, want := r.stored(topic, queues), warm.OK+base.OK+slow.OK; got != want {
-		t.Errorf("nothing lost on the master: consume queues hold %d messages, %d sends were answered OK", got, want)
+	// A discarded baseline's OK and timeout answers were stored; its
+	// client timeouts may have been.
+	want := warm.OK + base.OK + slow.OK + discarded.OK + discarded.SlaveTO + discarded.FlushTO
+	if got, most := r.stored(topic, queues), want+discarded.ClientTO+discarded.OtherErrors; got < want || got > most {
+		t.Errorf("nothing lost on the master: consume queues hold %d messages, %d sends were answered OK (up to %d with the discarded baseline's unanswered)", got, want, most)
 	}
 	// The slave's consume queues end equal to the master's.
 	end := r.st.MaxPhyOffset()
