@@ -183,6 +183,11 @@ func slowFsyncAsync(t *testing.T) asyncFigures {
 	r.createTopic(topic, queues)
 
 	base := sendAndPull(r, topic, queues, prof.fsyncRate, prof.fsyncBaseline)
+	// The fault starts on a caught-up store: on a loaded machine dispatch
+	// may still be behind the baseline, and the consume-queue files it
+	// would then create under the fault cost 4 s each (a file and a
+	// directory sync), longer than the phase's wait for eight queues.
+	r.waitDispatched()
 	before := r.st.Stats()
 	ckBefore := fs.Count(vfs.OpSync) + fs.Count(vfs.OpSyncDir)
 	census.on.Store(true)
