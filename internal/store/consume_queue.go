@@ -323,11 +323,21 @@ func (cq *ConsumeQueue) fileAtLocked(pos int64) (*MappedFile, error) {
 		return mf, nil
 	}
 	st := cq.st
+	// A file is made without syncs (a slow disk would stall dispatch for
+	// every new queue); the flush that syncs its first entries syncs its
+	// name too, and the checkpoint claims no entry before that. Only the
+	// last file may be unsynced, so a crash can cost a queue no more than
+	// its last file, which load removes when it is short.
+	if last := cq.mfq.last(); last != nil {
+		if err := last.syncName(); err != nil {
+			return nil, fmt.Errorf("store: sync %s: %w", last.path, err)
+		}
+	}
 	from := pos / cq.fsize * cq.fsize
-	nm, err := createMappedFile(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
+	nm, err := createUnsynced(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
 	if err != nil {
 		if mkErr := st.fs.MkdirAll(cq.mfq.dir, 0o755); mkErr == nil {
-			nm, err = createMappedFile(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
+			nm, err = createUnsynced(st.cqFiles, cq.mfq.dir, from, cq.fsize, allocSparse, false)
 		}
 	}
 	if err != nil {
@@ -537,7 +547,10 @@ func (cq *ConsumeQueue) flush() error {
 		if mf == nil {
 			break
 		}
-		err := mf.f.Datasync()
+		err := mf.syncName()
+		if err == nil {
+			err = mf.f.Datasync()
+		}
 		next := (mf.from + mf.size) / CQEntrySize
 		mf.release()
 		if err != nil {

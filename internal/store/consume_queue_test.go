@@ -436,6 +436,75 @@ func TestConsumeQueueEntriesShareWrites(t *testing.T) {
 	}
 }
 
+// The dispatcher makes a new queue's file without a file or directory
+// sync (on a slow disk each would stall dispatch for every new queue); the
+// flush that syncs the queue's entries syncs the file and its name first.
+func TestNewQueueFilesAreSyncedByTheFlush(t *testing.T) {
+	const queues = 8
+	cfg := testConfig(t)
+	cfg.MappedFileSizeConsumeQueue = 10 * CQEntrySize // entries 10 to 14 open a second file
+	cfg.FlushIntervalConsumeQueue = 1 << 30           // the test flushes
+	fs := vfs.NewInjector(vfs.OS())
+	st := openStarted(t, cfg, fs)
+	defer st.Shutdown()
+	cqDir := string(filepath.Separator) + "consumequeue" + string(filepath.Separator)
+	var syncs, dirSyncs atomic.Int64
+	fs.SetHook(func(op vfs.Op, name string) {
+		if !strings.Contains(name+string(filepath.Separator), cqDir) {
+			return
+		}
+		switch op {
+		case vfs.OpSync:
+			syncs.Add(1)
+		case vfs.OpSyncDir:
+			dirSyncs.Add(1)
+		}
+	})
+	for q := int32(0); q < queues; q++ {
+		r := mustPut(t, st, testMsg("N", q, "first", ""))
+		waitDispatched(t, st, "N", q, r.QueueOffset+1)
+	}
+	if s, d := syncs.Load(), dirSyncs.Load(); s != 0 || d != 0 {
+		t.Fatalf("dispatching to %d new queues made %d file and %d directory syncs of consume queues, want none", queues, s, d)
+	}
+	if err := st.flushConsumeQueues(); err != nil {
+		t.Fatal(err)
+	}
+	// Per queue: its file's fsync, its directory's sync, then its entries'
+	// fdatasync.
+	if s, d := syncs.Load(), dirSyncs.Load(); s != 2*queues || d != queues {
+		t.Fatalf("the flush made %d file and %d directory syncs, want %d and %d", s, d, 2*queues, queues)
+	}
+	// A second file while the first is unsynced syncs the first on the
+	// dispatcher, so only a queue's last file is ever unsynced.
+	syncs.Store(0)
+	dirSyncs.Store(0)
+	want := map[int64]string{0: "first"}
+	for i := 1; i < 14; i++ {
+		r := mustPut(t, st, testMsg("N", 0, fmt.Sprint("m", i), ""))
+		want[r.QueueOffset] = fmt.Sprint("m", i)
+		waitDispatched(t, st, "N", 0, r.QueueOffset+1)
+	}
+	if err := st.consumeQueue("N", 0, false).writeTail(); err != nil {
+		t.Fatal(err)
+	}
+	if s, d := syncs.Load(), dirSyncs.Load(); s != 0 || d != 0 {
+		t.Fatalf("a second file after a synced first made %d file and %d directory syncs, want none", s, d)
+	}
+	for i := 14; i < 24; i++ { // a third file: the second is synced first
+		r := mustPut(t, st, testMsg("N", 0, fmt.Sprint("m", i), ""))
+		want[r.QueueOffset] = fmt.Sprint("m", i)
+		waitDispatched(t, st, "N", 0, r.QueueOffset+1)
+	}
+	if err := st.consumeQueue("N", 0, false).writeTail(); err != nil {
+		t.Fatal(err)
+	}
+	if s, d := syncs.Load(), dirSyncs.Load(); s != 1 || d != 1 {
+		t.Fatalf("a third file made %d file and %d directory syncs, want the second file's 1 and 1", s, d)
+	}
+	checkAll(t, st, "N", 0, want)
+}
+
 // A truncation cuts the tail as well as the file: inside the tail it
 // keeps the written part and the tail's head; below the written part it
 // cuts the file and empties the tail. Reads across the written end and

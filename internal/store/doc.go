@@ -149,7 +149,12 @@
 // write per flush interval rather than one per entry. The checkpoint's
 // dispatched offset never passes an entry that is not in its file (a
 // crash loses the tails; recovery dispatches them again from the
-// CommitLog); the files themselves are still created by the dispatcher. A put wakes it only when it is parked: the
+// CommitLog); the files themselves are still created by the dispatcher,
+// without a file or directory sync: the flush that syncs a file's first
+// entries fsyncs the file and its directory first, and a queue's earlier
+// file is synced before its next one is made, so only a queue's last file
+// can be cut short by a crash (loading removes it) and a slow disk does
+// not stall dispatch for each new queue. A put wakes it only when it is parked: the
 // dispatcher raises an idle flag, re-checks the readable end and only then
 // blocks, and a put reads the flag after publishing its records, so a busy
 // dispatcher costs puts one atomic load and no wake-up is lost. The index

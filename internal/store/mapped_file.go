@@ -59,6 +59,11 @@ type MappedFile struct {
 	cleanOnce sync.Once
 	destroyAt atomic.Int64 // unix ms of the first destroy request
 	cleanErr  error
+
+	// dir is set for a file this process created; nameSynced once its
+	// size and directory entry are durable (syncName).
+	dir        string
+	nameSynced atomic.Bool
 }
 
 // fileName is the 20-digit name of the file starting at off.
@@ -106,6 +111,22 @@ func allocateFile(f vfs.File, size int64, method string) error {
 // createMappedFile creates, allocates and (when mmapped) maps a new file.
 // The directory entry is synced before it returns.
 func createMappedFile(fs vfs.FS, dir string, from, size int64, method string, mmapped bool) (*MappedFile, error) {
+	mf, err := createUnsynced(fs, dir, from, size, method, mmapped)
+	if err != nil {
+		return nil, err
+	}
+	if err := mf.syncName(); err != nil {
+		mf.destroy(true, 0, 0)
+		return nil, fmt.Errorf("store: allocate %s (%d bytes, %s): %w", mf.path, size, method, err)
+	}
+	return mf, nil
+}
+
+// createUnsynced is createMappedFile without the syncs: a crash may leave
+// the file absent or short, so nothing may rely on what is written to it
+// until syncName has returned. Consume queues make their files this way on
+// the dispatcher and sync them with their first entries.
+func createUnsynced(fs vfs.FS, dir string, from, size int64, method string, mmapped bool) (*MappedFile, error) {
 	path := filepath.Join(dir, fileName(from))
 	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -122,15 +143,7 @@ func createMappedFile(fs vfs.FS, dir string, from, size int64, method string, mm
 	if err := f.Truncate(size); err != nil {
 		return fail(err)
 	}
-	// The size and the allocation must be durable before the name is: a
-	// crash must never leave a short file that looks like a CommitLog file.
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := fs.SyncDir(dir); err != nil {
-		return fail(err)
-	}
-	mf := &MappedFile{fs: fs, path: path, from: from, size: size, f: f}
+	mf := &MappedFile{fs: fs, path: path, from: from, size: size, f: f, dir: dir}
 	mf.lastStoreTs.Store(fs.Now().UnixMilli())
 	if mmapped {
 		if mf.data, err = f.Mmap(0, int(size)); err != nil {
@@ -139,6 +152,24 @@ func createMappedFile(fs vfs.FS, dir string, from, size int64, method string, mm
 	}
 	mf.refs.Store(1)
 	return mf, nil
+}
+
+// syncName makes a file created by createUnsynced durable, size and
+// allocation first and then its name (a crash must never leave a short
+// file that looks like a whole one). It does nothing for a file already
+// synced or opened from disk.
+func (mf *MappedFile) syncName() error {
+	if mf.dir == "" || mf.nameSynced.Load() {
+		return nil
+	}
+	if err := mf.f.Sync(); err != nil {
+		return err
+	}
+	if err := mf.fs.SyncDir(mf.dir); err != nil {
+		return err
+	}
+	mf.nameSynced.Store(true)
+	return nil
 }
 
 // newSpillFile is an in-memory stand-in for the file at from, holding at
