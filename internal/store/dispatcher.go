@@ -36,7 +36,12 @@ type dispatcher struct {
 	stopCh    chan struct{}
 	wg        sync.WaitGroup
 	buf       []byte
-	lastErr   atomic.Pointer[string]
+	// batches, order and free are a pass's batch table, kept for the next
+	// (passes do not overlap).
+	batches map[queueKey]*queueBatch
+	order   []queueKey
+	free    []*queueBatch
+	lastErr atomic.Pointer[string]
 	// failing is the remark puts are refused with while a pass fails
 	// (nil when dispatch is healthy): what the dispatcher cannot index is
 	// not acknowledged.
@@ -193,14 +198,66 @@ type queueBatch struct {
 	touched bool
 }
 
+// Batches kept between passes, so that a pass over many queues allocates
+// nothing in steady state: at most batchesKept of them, each keeping an
+// entries buffer of at most batchEntriesKept bytes.
+const (
+	batchesKept      = 4096
+	batchEntriesKept = 4 << 10
+)
+
+// newBatch is a batch of entries for cq from queue offset first, recycled
+// when one is free.
+func (d *dispatcher) newBatch(cq *ConsumeQueue, first int64) *queueBatch {
+	n := len(d.free)
+	if n == 0 {
+		return &queueBatch{cq: cq, first: first}
+	}
+	b := d.free[n-1]
+	d.free = d.free[:n-1]
+	b.cq, b.first = cq, first
+	return b
+}
+
+// recycleBatches empties the pass's batch table and keeps its batches
+// (and the order slice) for the next pass. The queues are looked up again
+// by every pass: a table kept with its queues would outlive a deleted
+// topic.
+func (d *dispatcher) recycleBatches(order []queueKey) {
+	for _, k := range order {
+		b := d.batches[k]
+		if len(d.free) >= batchesKept {
+			break
+		}
+		if cap(b.entries) > batchEntriesKept {
+			b.entries = nil
+		}
+		*b = queueBatch{entries: b.entries[:0]}
+		d.free = append(d.free, b)
+	}
+	if len(d.batches) > batchesKept {
+		d.batches = nil // a map keeps its buckets when cleared
+	} else {
+		clear(d.batches)
+	}
+	if cap(order) <= batchesKept {
+		d.order = order[:0]
+	} else {
+		d.order = nil
+	}
+}
+
 // pass dispatches everything readable. It is also run synchronously by
 // recovery.
 func (d *dispatcher) pass() error {
 	c := d.st.commitLog
 	c.cutMu.RLock() // a truncation waits for the pass
 	defer c.cutMu.RUnlock()
-	batches := map[queueKey]*queueBatch{}
-	var order []queueKey
+	if d.batches == nil {
+		d.batches = map[queueKey]*queueBatch{}
+	}
+	batches := d.batches
+	order := d.order[:0]
 	flushBatches := func() error {
 		for _, k := range order {
 			b := batches[k]
@@ -222,6 +279,7 @@ func (d *dispatcher) pass() error {
 				d.st.notifyDispatch(k.topic, k.queueID, b.cq.maxOffset.Load())
 			}
 		}
+		d.recycleBatches(order)
 	}()
 	chunk := 1 << 20
 	for {
@@ -282,7 +340,7 @@ func (d *dispatcher) pass() error {
 				k := queueKey{req.topic, req.queueID}
 				b := batches[k]
 				if b == nil {
-					b = &queueBatch{cq: d.st.consumeQueue(req.topic, req.queueID, true), first: req.queueOffset}
+					b = d.newBatch(d.st.consumeQueue(req.topic, req.queueID, true), req.queueOffset)
 					batches[k] = b
 					order = append(order, k)
 				}
