@@ -17,11 +17,7 @@ import (
 // entry is dispatched; cq-writes/op counts the consume-queue writes.
 func BenchmarkDispatchManyQueues(b *testing.B) {
 	const queues = 1024
-	cfg := DefaultConfig()
-	cfg.StorePathRootDir = b.TempDir()
-	cfg.StorePathCommitLog = filepath.Join(cfg.StorePathRootDir, "commitlog")
-	cfg.MappedFileSizeCommitLog = 256 << 20
-	cfg.MessageIndexEnable = false
+	cfg := benchConfig(b, 256<<20)
 	fs := vfs.NewInjector(vfs.OS())
 	st, err := Open(cfg, fs, nil)
 	if err != nil {
@@ -80,11 +76,7 @@ func BenchmarkDispatchNewQueue(b *testing.B) {
 			name = "slow-sync"
 		}
 		b.Run(name, func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.StorePathRootDir = b.TempDir()
-			cfg.StorePathCommitLog = filepath.Join(cfg.StorePathRootDir, "commitlog")
-			cfg.MappedFileSizeCommitLog = 64 << 20
-			cfg.MessageIndexEnable = false
+			cfg := benchConfig(b, 64<<20)
 			fs := vfs.NewInjector(vfs.OS())
 			st := openStarted(b, cfg, fs)
 			defer st.Shutdown()
@@ -107,4 +99,15 @@ func BenchmarkDispatchNewQueue(b *testing.B) {
 			b.StopTimer()
 		})
 	}
+}
+
+// benchConfig is the default configuration on a fresh directory, with
+// CommitLog files of commitLogSize bytes and no index.
+func benchConfig(b *testing.B, commitLogSize int64) Config {
+	cfg := DefaultConfig()
+	cfg.StorePathRootDir = b.TempDir()
+	cfg.StorePathCommitLog = filepath.Join(cfg.StorePathRootDir, "commitlog")
+	cfg.MappedFileSizeCommitLog = commitLogSize
+	cfg.MessageIndexEnable = false
+	return cfg
 }

@@ -161,11 +161,7 @@ func benchAppend(b *testing.B, path, flush string, size, g int, indexed bool) {
 func BenchmarkAppendSlowFsync(b *testing.B) {
 	for _, path := range []string{"mmap", "pwrite"} {
 		b.Run(path, func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.StorePathRootDir = b.TempDir()
-			cfg.StorePathCommitLog = filepath.Join(cfg.StorePathRootDir, "commitlog")
-			cfg.MappedFileSizeCommitLog = 256 << 20
-			cfg.MessageIndexEnable = false
+			cfg := benchConfig(b, 256<<20)
 			cfg.FlushIntervalCommitLog = 10
 			cfg.WriteWithoutMmap = path == "pwrite"
 			fs := vfs.NewFaultFS(vfs.OS())

@@ -475,30 +475,28 @@ func TestNewQueueFilesAreSyncedByTheFlush(t *testing.T) {
 	if s, d := syncs.Load(), dirSyncs.Load(); s != 2*queues || d != queues {
 		t.Fatalf("the flush made %d file and %d directory syncs, want %d and %d", s, d, 2*queues, queues)
 	}
-	// A second file while the first is unsynced syncs the first on the
-	// dispatcher, so only a queue's last file is ever unsynced.
-	syncs.Store(0)
-	dirSyncs.Store(0)
+	// A queue's next file is made with no sync when its last one is
+	// synced, and with the last one's syncs when it is not, so only a
+	// queue's last file is ever unsynced.
 	want := map[int64]string{0: "first"}
-	for i := 1; i < 14; i++ {
-		r := mustPut(t, st, testMsg("N", 0, fmt.Sprint("m", i), ""))
-		want[r.QueueOffset] = fmt.Sprint("m", i)
-		waitDispatched(t, st, "N", 0, r.QueueOffset+1)
+	putThrough := func(from, to int) {
+		t.Helper()
+		syncs.Store(0)
+		dirSyncs.Store(0)
+		for i := from; i < to; i++ {
+			r := mustPut(t, st, testMsg("N", 0, fmt.Sprint("m", i), ""))
+			want[r.QueueOffset] = fmt.Sprint("m", i)
+			waitDispatched(t, st, "N", 0, r.QueueOffset+1)
+		}
+		if err := st.consumeQueue("N", 0, false).writeTail(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := st.consumeQueue("N", 0, false).writeTail(); err != nil {
-		t.Fatal(err)
-	}
+	putThrough(1, 14) // a second file; the first was synced by the flush
 	if s, d := syncs.Load(), dirSyncs.Load(); s != 0 || d != 0 {
 		t.Fatalf("a second file after a synced first made %d file and %d directory syncs, want none", s, d)
 	}
-	for i := 14; i < 24; i++ { // a third file: the second is synced first
-		r := mustPut(t, st, testMsg("N", 0, fmt.Sprint("m", i), ""))
-		want[r.QueueOffset] = fmt.Sprint("m", i)
-		waitDispatched(t, st, "N", 0, r.QueueOffset+1)
-	}
-	if err := st.consumeQueue("N", 0, false).writeTail(); err != nil {
-		t.Fatal(err)
-	}
+	putThrough(14, 24) // a third file while the second is unsynced
 	if s, d := syncs.Load(), dirSyncs.Load(); s != 1 || d != 1 {
 		t.Fatalf("a third file made %d file and %d directory syncs, want the second file's 1 and 1", s, d)
 	}
