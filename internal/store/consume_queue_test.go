@@ -442,7 +442,7 @@ func TestConsumeQueueEntriesShareWrites(t *testing.T) {
 func TestNewQueueFilesAreSyncedByTheFlush(t *testing.T) {
 	const queues = 8
 	cfg := testConfig(t)
-	cfg.MappedFileSizeConsumeQueue = 10 * CQEntrySize // entries 10 to 14 open a second file
+	cfg.MappedFileSizeConsumeQueue = 10 * CQEntrySize // 10 entries a file
 	cfg.FlushIntervalConsumeQueue = 1 << 30           // the test flushes
 	fs := vfs.NewInjector(vfs.OS())
 	st := openStarted(t, cfg, fs)

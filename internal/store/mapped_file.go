@@ -60,10 +60,9 @@ type MappedFile struct {
 	destroyAt atomic.Int64 // unix ms of the first destroy request
 	cleanErr  error
 
-	// dir is set for a file this process created; nameSynced once its
-	// size and directory entry are durable (syncName).
-	dir        string
-	nameSynced atomic.Bool
+	// unsynced is set by createUnsynced until syncName has made the
+	// file's size and directory entry durable.
+	unsynced atomic.Bool
 }
 
 // fileName is the 20-digit name of the file starting at off.
@@ -143,7 +142,8 @@ func createUnsynced(fs vfs.FS, dir string, from, size int64, method string, mmap
 	if err := f.Truncate(size); err != nil {
 		return fail(err)
 	}
-	mf := &MappedFile{fs: fs, path: path, from: from, size: size, f: f, dir: dir}
+	mf := &MappedFile{fs: fs, path: path, from: from, size: size, f: f}
+	mf.unsynced.Store(true)
 	mf.lastStoreTs.Store(fs.Now().UnixMilli())
 	if mmapped {
 		if mf.data, err = f.Mmap(0, int(size)); err != nil {
@@ -159,16 +159,16 @@ func createUnsynced(fs vfs.FS, dir string, from, size int64, method string, mmap
 // file that looks like a whole one). It does nothing for a file already
 // synced or opened from disk.
 func (mf *MappedFile) syncName() error {
-	if mf.dir == "" || mf.nameSynced.Load() {
+	if !mf.unsynced.Load() {
 		return nil
 	}
 	if err := mf.f.Sync(); err != nil {
 		return err
 	}
-	if err := mf.fs.SyncDir(mf.dir); err != nil {
+	if err := mf.fs.SyncDir(filepath.Dir(mf.path)); err != nil {
 		return err
 	}
-	mf.nameSynced.Store(true)
+	mf.unsynced.Store(false)
 	return nil
 }
 
