@@ -217,24 +217,17 @@ func readCommand(r *bufio.Reader, maxFrame int, inline, compact bool) (*Command,
 		}
 		return nil, err
 	}
+	if _, err := FrameSize(pre, maxFrame); err != nil {
+		return nil, err
+	}
 	total := binary.BigEndian.Uint32(pre)
-	if uint64(total)+4 > uint64(maxFrame) {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, uint64(total)+4, maxFrame)
-	}
-	if total < 4 {
-		return nil, fmt.Errorf("%w: length %d", ErrFrameTooShort, total)
-	}
 	if pre, err = r.Peek(prefixLen); err != nil {
 		return nil, eofInFrame(err)
 	}
-	word := binary.BigEndian.Uint32(pre[4:])
-	t, h := splitHeaderWord(word)
-	if h > int(total)-4 {
-		return nil, fmt.Errorf("%w: header %d, frame %d", ErrHeaderTooLarge, h, total)
+	if _, err := FrameSize(pre, maxFrame); err != nil {
+		return nil, err
 	}
-	if t != SerializeJSON && t != SerializeRocketMQ {
-		return nil, fmt.Errorf("%w: %d", ErrBadSerializeType, t)
-	}
+	t, h := splitHeaderWord(binary.BigEndian.Uint32(pre[4:]))
 	if _, err := r.Discard(prefixLen); err != nil {
 		return nil, err
 	}
@@ -283,6 +276,39 @@ func readCommand(r *bufio.Reader, maxFrame int, inline, compact bool) (*Command,
 		cmd.Body = body
 	}
 	return cmd, nil
+}
+
+// FrameSize checks the start of a frame in b as ReadCommand does, before
+// anything sized by the frame is allocated, and returns the whole frame's
+// size (4 + L). With fewer than 4 bytes it returns 0 and no error; with 4
+// to 7 it checks the length alone and returns 0 unless the length is
+// wrong, so a reader holding only part of a frame learns early that it is
+// refused.
+func FrameSize(b []byte, maxFrame int) (int, error) {
+	if maxFrame <= 0 {
+		maxFrame = MaxFrameSize
+	}
+	if len(b) < 4 {
+		return 0, nil
+	}
+	total := binary.BigEndian.Uint32(b)
+	if uint64(total)+4 > uint64(maxFrame) {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, uint64(total)+4, maxFrame)
+	}
+	if total < 4 {
+		return 0, fmt.Errorf("%w: length %d", ErrFrameTooShort, total)
+	}
+	if len(b) < prefixLen {
+		return 0, nil
+	}
+	t, h := splitHeaderWord(binary.BigEndian.Uint32(b[4:]))
+	if h > int(total)-4 {
+		return 0, fmt.Errorf("%w: header %d, frame %d", ErrHeaderTooLarge, h, total)
+	}
+	if t != SerializeJSON && t != SerializeRocketMQ {
+		return 0, fmt.Errorf("%w: %d", ErrBadSerializeType, t)
+	}
+	return int(total) + 4, nil
 }
 
 // bodyChunk is the largest body allocated before any of it has arrived.
