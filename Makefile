@@ -18,8 +18,11 @@ vet:
 # which has data races of its own, and so run without -race.
 test: vet test-unit test-e2e test-failover
 
+# The transport's tests run a second time with their servers on event
+# loops (the broker's default) instead of reader and writer goroutines.
 test-unit:
 	$(GO) test -race -timeout 8m $$($(GO) list ./... | grep -v -e /test/e2e -e '/test/failover$$')
+	SPOOL_TEST_EVENT_LOOPS=1 $(GO) test -race -count=1 -timeout 4m ./remoting/transport/
 
 # -count=1: the suite builds the broker binary itself, which the test
 # cache cannot see, so a cached pass could hide a changed broker.

@@ -22,6 +22,9 @@ type bodyBudget struct {
 
 	mu sync.Mutex
 	ch chan struct{} // closed when used drops below limit while someone waits
+	// loops are the event loops with connections paused for the budget
+	// (under mu); each is told once when there is room again.
+	loops []*eventLoop
 }
 
 // over reports whether readers must pause.
@@ -48,6 +51,38 @@ func (b *bodyBudget) release(n int) {
 			b.ch = nil
 		}
 		b.mu.Unlock()
+		b.notifyLoops()
+	}
+}
+
+// waitLoop tells l when the budget has room again (at once when it has
+// now): l has connections paused for it. The loop counts as one waiter
+// until told.
+func (b *bodyBudget) waitLoop(l *eventLoop) {
+	b.mu.Lock()
+	for _, w := range b.loops {
+		if w == l {
+			b.mu.Unlock()
+			return
+		}
+	}
+	b.loops = append(b.loops, l)
+	b.waiters.Add(1)
+	b.mu.Unlock()
+	if !b.over() {
+		b.notifyLoops()
+	}
+}
+
+// notifyLoops tells the waiting loops that there is room.
+func (b *bodyBudget) notifyLoops() {
+	b.mu.Lock()
+	loops := b.loops
+	b.loops = nil
+	b.waiters.Add(-int32(len(loops)))
+	b.mu.Unlock()
+	for _, l := range loops {
+		l.post(loopReq{kind: reqBudget})
 	}
 }
 

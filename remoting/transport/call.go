@@ -8,17 +8,19 @@ import (
 	"github.com/spoolmq/spool/remoting"
 )
 
-// register adds a pending call and returns its opaque.
-func (c *Conn) register(cl *call) (int32, error) {
-	op := c.opaque.Add(1)
+// register adds a pending call and returns its opaque; alone says no
+// other call is pending on the connection.
+func (c *Conn) register(cl *call) (op int32, alone bool, err error) {
+	op = c.opaque.Add(1)
 	c.pmu.Lock()
 	if c.isClosed() {
 		c.pmu.Unlock()
-		return 0, ErrConnClosed
+		return 0, false, ErrConnClosed
 	}
 	c.pending[op] = cl
+	alone = len(c.pending) == 1
 	c.pmu.Unlock()
-	return op, nil
+	return op, alone, nil
 }
 
 // unregister removes the pending call for op if it is still cl; true when
@@ -87,13 +89,19 @@ func prepareRequest(req *remoting.Command, oneway bool) {
 func (c *Conn) Invoke(ctx context.Context, req *remoting.Command) (*remoting.Command, error) {
 	prepareRequest(req, false)
 	cl := callPool.Get().(*call)
-	op, err := c.register(cl)
+	op, alone, err := c.register(cl)
 	if err != nil {
 		callPool.Put(cl)
 		return nil, err
 	}
 	req.Opaque = op
-	if err := c.enqueue(outItem{cmd: req, request: true}); err != nil {
+	send := c.enqueue
+	if alone {
+		// The only call: write it here rather than waking the writer
+		// (never blocking; what the socket does not take goes to it).
+		send = c.writeNow
+	}
+	if err := send(outItem{cmd: req, request: true}); err != nil {
 		if c.unregister(op, cl) {
 			callPool.Put(cl)
 			return nil, err
@@ -151,7 +159,7 @@ func (c *Conn) InvokeAsync(ctx context.Context, req *remoting.Command, cb func(*
 		defer close(ready)
 	}
 	var err error
-	op, err = c.register(cl)
+	op, _, err = c.register(cl)
 	if err != nil {
 		if cl.stop != nil {
 			cl.stop()

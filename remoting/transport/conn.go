@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spoolmq/spool/remoting"
@@ -111,18 +112,27 @@ type Conn struct {
 	br  *bufio.Reader
 	bw  *bufio.Writer
 
-	wmu      sync.Mutex
-	wq       []outItem
-	wspare   []outItem
-	wclosed  bool
-	writing  bool // a goroutine holds the writer role
-	exited   atomic.Int32
-	queued   atomic.Int64
-	pauses   atomic.Uint64 // times the reader waited for the writer
-	wake     chan struct{}
-	room     chan struct{}
-	scratch  []byte
-	vecs     [][]byte // writev scratch of the writer role
+	wmu     sync.Mutex
+	wq      []outItem
+	wspare  []outItem
+	wclosed bool
+	writing bool // a goroutine holds the writer role
+	exited  atomic.Int32
+	queued  atomic.Int64
+	pauses  atomic.Uint64 // times the reader waited for the writer
+	wake    chan struct{}
+	room    chan struct{}
+	scratch []byte
+	vecs    [][]byte // writev scratch of the writer role
+	// raw writes without blocking (writeNow): a plain TCP connection's
+	// descriptor; nil for others (TLS), which never write that way.
+	raw syscall.RawConn
+	// lp is the state of a connection served by an event loop (loop.go);
+	// nil for one served by a reader and a writer goroutine.
+	lp *loopConn
+	// tail is what a non-blocking write left of its frame, for the writer
+	// goroutine to write before anything else (set and taken under wmu).
+	tail     []byte
 	inflight atomic.Int64
 
 	// hmu guards the held list: responders whose handler returned and
@@ -174,6 +184,25 @@ func newConn(nc net.Conn, cfg connConfig) *Conn {
 	c.br.Reset(nc)
 	c.bw = writerPool.Get().(*bufio.Writer)
 	c.bw.Reset(nc)
+	if tc, ok := nc.(*net.TCPConn); ok {
+		c.raw, _ = tc.SyscallConn()
+	}
+	return c
+}
+
+// newLoopConn returns a connection served by loop l on descriptor fd.
+func newLoopConn(l *eventLoop, fd int, local, remote net.Addr, cfg connConfig) *Conn {
+	c := &Conn{
+		cfg:     cfg,
+		pending: make(map[int32]*call),
+		closed:  make(chan struct{}),
+		lp:      &loopConn{l: l, fd: fd, local: local, remote: remote},
+	}
+	c.lp.refs.Store(1)
+	c.nc = loopNetConn{c}
+	if c.cfg.maxFrame <= 0 {
+		c.cfg.maxFrame = remoting.MaxFrameSize
+	}
 	return c
 }
 
@@ -363,6 +392,9 @@ func (c *Conn) waitRoom() bool {
 
 // enqueue hands a command to the writer.
 func (c *Conn) enqueue(it outItem) error {
+	if c.lp != nil {
+		return c.loopSend(it)
+	}
 	c.wmu.Lock()
 	if c.wclosed {
 		c.wmu.Unlock()
@@ -394,18 +426,26 @@ func (c *Conn) writeLoop() {
 		yielded := false
 		for {
 			c.wmu.Lock()
-			if c.writing || len(c.wq) == 0 {
+			if c.writing || len(c.wq) == 0 && c.tail == nil {
 				c.wmu.Unlock()
 				break
 			}
 			c.writing = true
-			batch := c.wq
+			batch, tail := c.wq, c.tail
 			// wq and wspare never share an array: enqueue appends to one
 			// while the writer walks the other.
-			c.wq = c.wspare[:0]
+			c.wq, c.tail = c.wspare[:0], nil
 			c.wmu.Unlock()
 			n := len(batch)
-			err := c.writeBatch(batch)
+			var err error
+			if tail != nil {
+				_, err = c.bw.Write(tail)
+			}
+			if err == nil {
+				err = c.writeBatch(batch)
+			} else {
+				c.dropBatch(batch)
+			}
 			if err == nil {
 				empty := c.queueEmpty()
 				if empty && n > 1 && !yielded && c.bw.Buffered() < writeBufferSize/2 {
@@ -442,20 +482,31 @@ func (c *Conn) queueEmpty() bool {
 func (c *Conn) writeBatch(batch []outItem) error {
 	for i := range batch {
 		if err := c.writeItem(batch[i]); err != nil {
-			for j := i + 1; j < len(batch); j++ {
-				c.drop(batch[j])
-			}
+			c.dropBatch(batch[i+1:])
 			return err
 		}
 		batch[i] = outItem{}
 	}
+	c.releaseBatch(batch)
+	return nil
+}
+
+// dropBatch drops the items of a batch that will not be written.
+func (c *Conn) dropBatch(batch []outItem) {
+	for i := range batch {
+		c.drop(batch[i])
+	}
+}
+
+// releaseBatch gives a written batch's array back and counts its items
+// out of the queue.
+func (c *Conn) releaseBatch(batch []outItem) {
 	c.wspare = batch[:0]
 	c.queued.Add(-int64(len(batch)))
 	select {
 	case c.room <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // writeDirect writes it on the calling goroutine (the connection's reader,
@@ -464,7 +515,7 @@ func (c *Conn) writeBatch(batch []outItem) error {
 // queues it.
 func (c *Conn) writeDirect(it outItem) error {
 	c.wmu.Lock()
-	if c.wclosed || c.writing || len(c.wq) > 0 {
+	if c.wclosed || c.writing || len(c.wq) > 0 || c.tail != nil {
 		c.wmu.Unlock()
 		return c.enqueue(it)
 	}
@@ -491,6 +542,112 @@ func (c *Conn) writeDirect(it outItem) error {
 	return nil
 }
 
+// directWriteMax bounds the frames writeNow encodes and writes itself;
+// larger ones go to the writer goroutine, whose writev spares the copy.
+const directWriteMax = 64 << 10
+
+// writeNow writes it on the calling goroutine without ever blocking. When
+// no one else is writing and nothing waits for the writer, the frame is
+// encoded into the writer role's scratch and written with one
+// non-blocking write; what the socket does not take is left to the writer
+// goroutine (c.tail), which writes it before anything queued after it. A
+// connection without a raw descriptor (TLS), a frame over directWriteMax
+// or a busy writer queues it instead. An error means the connection is
+// closed and it was not taken (the caller drops it).
+func (c *Conn) writeNow(it outItem) error {
+	if c.lp != nil {
+		return c.loopSend(it)
+	}
+	if c.raw == nil || len(it.cmd.Body)+piecesLen(it.pieces) > directWriteMax {
+		return c.enqueue(it)
+	}
+	c.wmu.Lock()
+	if c.wclosed || c.writing || len(c.wq) > 0 || c.tail != nil {
+		c.wmu.Unlock()
+		return c.enqueue(it)
+	}
+	c.writing = true
+	c.wmu.Unlock()
+	frame := c.encodeFrame(it)
+	n, err := c.writeNonblocking(frame)
+	var tail []byte
+	if err == nil && n < len(frame) {
+		tail = append([]byte(nil), frame[n:]...)
+	}
+	c.trimScratch()
+	c.wmu.Lock()
+	c.writing = false
+	c.tail = tail
+	pending := len(c.wq) > 0 || c.tail != nil
+	c.wmu.Unlock()
+	if err != nil {
+		c.closeWith(err)
+		return nil // the connection is gone; calls waiting on it fail
+	}
+	if pending {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// encodeFrame encodes it's whole frame into c.scratch (the writer
+// role's), releases it and gives back its slot; nil when nothing is to be
+// written.
+func (c *Conn) encodeFrame(it outItem) []byte {
+	if it.counted {
+		defer c.inflight.Add(-1)
+	}
+	defer it.release()
+	cmd, _, ok := c.encodeHeader(&it)
+	if !ok {
+		return nil
+	}
+	c.scratch = append(c.scratch, cmd.Body...)
+	for _, p := range it.pieces {
+		c.scratch = append(c.scratch, p...)
+	}
+	return c.scratch
+}
+
+// writeNonblocking writes what the socket takes of b now, without waiting
+// for room: n < len(b) with a nil error when it is full.
+func (c *Conn) writeNonblocking(b []byte) (n int, err error) {
+	var werr error
+	err = c.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, e := syscall.Write(int(fd), b[n:])
+			if m > 0 {
+				n += m
+			}
+			if e == syscall.EINTR {
+				continue
+			}
+			if e != nil {
+				if e != syscall.EAGAIN {
+					werr = e
+				}
+				break
+			}
+		}
+		return true
+	})
+	if werr != nil {
+		return n, werr
+	}
+	return n, err
+}
+
+func piecesLen(pieces [][]byte) int {
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	return n
+}
+
 // writeItem encodes one command into the buffered writer. The item's done
 // function has run when it returns.
 func (c *Conn) writeItem(it outItem) error {
@@ -498,46 +655,18 @@ func (c *Conn) writeItem(it outItem) error {
 		defer c.inflight.Add(-1)
 	}
 	defer it.release()
-	cmd := it.cmd
-	piecesLen := 0
-	for _, p := range it.pieces {
-		piecesLen += len(p)
+	defer c.trimScratch()
+	cmd, extra, ok := c.encodeHeader(&it)
+	if !ok {
+		return nil
 	}
-	var err error
-	c.scratch, err = c.appendFrameHeader(c.scratch[:0], cmd, piecesLen)
-	if errors.Is(err, remoting.ErrCodeOutOfRange) {
-		// A code above 32767 cannot travel in a ROCKETMQ header; every
-		// client decodes JSON.
-		cmd.Serialize = remoting.SerializeJSON
-		c.scratch, err = c.appendFrameHeader(c.scratch[:0], cmd, piecesLen)
-	}
-	if err != nil {
-		it.pieces, piecesLen = nil, 0
-		if it.request {
-			c.fail(cmd.Opaque, fmt.Errorf("encode %s: %w", remoting.RequestName(cmd.Code), err))
-			return nil
-		}
-		// The caller still gets an answer rather than a timeout.
-		if c.cfg.logger != nil {
-			c.cfg.logger.Error("remoting: response does not encode", "conn", c.cfg.id,
-				"code", cmd.Code, "opaque", cmd.Opaque, "err", err)
-		}
-		cmd = &remoting.Command{Code: remoting.SystemError, Language: "JAVA", Version: remoting.CurrentVersion,
-			Opaque: cmd.Opaque, Flag: remoting.FlagResponse, Remark: "response does not encode: " + err.Error()}
-		if c.scratch, err = remoting.AppendFrameHeader(c.scratch[:0], cmd); err != nil {
-			return nil
-		}
-	}
-	if cap(c.scratch) > 1<<20 {
-		defer func() { c.scratch = nil }()
-	}
-	if piecesLen >= piecesWritevMin && c.bw.Buffered() == 0 {
+	if extra >= piecesWritevMin && c.bw.Buffered() == 0 {
 		// A large body and nothing buffered before it: header and
 		// pieces go to the socket with one writev, never copied.
 		vecs := append(c.vecs[:0], c.scratch, cmd.Body)
 		vecs = append(vecs, it.pieces...)
 		nb := net.Buffers(vecs)
-		_, err = nb.WriteTo(c.nc)
+		_, err := nb.WriteTo(c.nc)
 		clear(vecs) // WriteTo consumed them; drop the references
 		c.vecs = vecs[:0]
 		return err
@@ -559,6 +688,49 @@ func (c *Conn) writeItem(it outItem) error {
 		}
 	}
 	return nil
+}
+
+// encodeHeader encodes the frame header of it's command into c.scratch
+// (the writer role's) and returns the command whose body follows the
+// header, and the pieces' length. ok is false when nothing is to be
+// written: a request that does not encode has failed its call. A response
+// that does not encode is replaced by a SYSTEM_ERROR answer (it.pieces
+// dropped), so the caller gets an answer rather than a timeout.
+func (c *Conn) encodeHeader(it *outItem) (cmd *remoting.Command, extra int, ok bool) {
+	cmd, extra = it.cmd, piecesLen(it.pieces)
+	var err error
+	c.scratch, err = c.appendFrameHeader(c.scratch[:0], cmd, extra)
+	if errors.Is(err, remoting.ErrCodeOutOfRange) {
+		// A code above 32767 cannot travel in a ROCKETMQ header; every
+		// client decodes JSON.
+		cmd.Serialize = remoting.SerializeJSON
+		c.scratch, err = c.appendFrameHeader(c.scratch[:0], cmd, extra)
+	}
+	if err == nil {
+		return cmd, extra, true
+	}
+	it.pieces = nil
+	if it.request {
+		c.fail(cmd.Opaque, fmt.Errorf("encode %s: %w", remoting.RequestName(cmd.Code), err))
+		return nil, 0, false
+	}
+	if c.cfg.logger != nil {
+		c.cfg.logger.Error("remoting: response does not encode", "conn", c.cfg.id,
+			"code", cmd.Code, "opaque", cmd.Opaque, "err", err)
+	}
+	cmd = &remoting.Command{Code: remoting.SystemError, Language: "JAVA", Version: remoting.CurrentVersion,
+		Opaque: cmd.Opaque, Flag: remoting.FlagResponse, Remark: "response does not encode: " + err.Error()}
+	if c.scratch, err = remoting.AppendFrameHeader(c.scratch[:0], cmd); err != nil {
+		return nil, 0, false
+	}
+	return cmd, 0, true
+}
+
+// trimScratch lets go of a scratch buffer grown past 1 MiB by one frame.
+func (c *Conn) trimScratch() {
+	if cap(c.scratch) > 1<<20 {
+		c.scratch = nil
+	}
 }
 
 // appendFrameHeader is remoting.AppendFrameHeader for a frame whose body
@@ -616,9 +788,21 @@ func (c *Conn) replyItem(req *remoting.Command, it outItem, onReader bool) {
 	resp.Flag = (resp.Flag | remoting.FlagResponse) &^ remoting.FlagOneway
 	resp.Serialize = req.Serialize
 	var err error
-	if onReader && !c.pipelined && !c.cfg.noDirectWrites {
+	switch {
+	case c.lp != nil && onReader:
+		err = c.loopQueue(it)
+	case c.lp != nil:
+		err = c.loopSend(it)
+	case c.cfg.noDirectWrites:
+		err = c.enqueue(it)
+	case onReader && !c.pipelined && c.raw == nil:
 		err = c.writeDirect(it)
-	} else {
+	case onReader && !c.pipelined, c.inflight.Load() <= 1:
+		// The reader's answer when no further request is buffered, or
+		// another goroutine's when it is the connection's only request
+		// in flight: nothing else would share the write.
+		err = c.writeNow(it)
+	default:
 		err = c.enqueue(it)
 	}
 	if err != nil {

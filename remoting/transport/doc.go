@@ -34,6 +34,28 @@
 // about to be queued share the write. A peer that sends without reading
 // stops being read once its write queue is full.
 //
+// A response that is the connection's only request in flight, or that the
+// reader answers with nothing more buffered, is written at once on the
+// goroutine that has it, without blocking: what the socket does not take
+// goes to the writer goroutine first in line. A client's call that is the
+// connection's only one is written the same way.
+//
+// # Event loops
+//
+// With ServerConfig.EventLoops, the connections accepted by Listen are
+// served by that many event loops instead (loop.go): each waits in
+// epoll_wait for all of its connections and, per wake-up, reads each ready
+// one once, dispatches its complete frames exactly as a reader would, and
+// writes each connection's answers of the pass with one system call. A
+// request runs inline on a loop only when its code was declared never to
+// block (RunsOnLoop) and its executor has a slot free (pipelined or not);
+// every other request goes to the executor's workers, whose answers are
+// written by the goroutine that completes them, without blocking, joining
+// a write in progress when there is one. A full socket is finished by the
+// loop on EPOLLOUT. Pauses (write queue, body budget), idle closing, frame
+// limits and every rule below are the same in both modes; TLS listeners
+// and clients always use goroutines.
+//
 // # Admission
 //
 // Before a request reaches its executor it must pass, in order: the

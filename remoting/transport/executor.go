@@ -123,8 +123,10 @@ func (e *Executor) Stats() ExecutorStats {
 		Resumed: e.resumed.Load()}
 }
 
-// submit runs, queues or refuses a request that holds an in-flight slot.
-func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler) {
+// submit runs, queues or refuses a request that holds an in-flight slot;
+// mayInline says it may run on the calling reader (an event loop only for
+// codes declared with Server.RunsOnLoop).
+func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInline bool) {
 	if e.cfg.Reject != nil {
 		if remark := e.cfg.Reject(req); remark != "" {
 			e.rejected.Add(1)
@@ -149,7 +151,7 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler) {
 		c.reject(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, server is shutting down", true)
 		return
 	}
-	if e.busy < e.cfg.Workers && e.q.len() == 0 && !c.pipelined {
+	if mayInline && e.busy < e.cfg.Workers && e.q.len() == 0 && (!c.pipelined || c.lp != nil) {
 		e.busy++
 		e.mu.Unlock()
 		e.inline.Add(1)

@@ -76,6 +76,9 @@ func (s *Server) refuseConn(c *Conn, req *remoting.Command) {
 	if !req.IsOneway() {
 		c.pipelined = false // write now, on the reader, before the close
 		c.replyFrom(req, remoting.NewResponse(req, remoting.SystemBusy, c.refusal), false, true)
+		if c.lp != nil {
+			c.loopFlushIfIdle() // the loop would write it after the pass
+		}
 	}
 	c.closeWith(errOverLimit)
 }

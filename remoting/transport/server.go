@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/time/rate"
 
 	"github.com/spoolmq/spool/remoting"
@@ -55,6 +56,11 @@ type ServerConfig struct {
 	// accept (0: never). Only meaningful with an Authorize hook that
 	// authenticates.
 	AuthTimeout time.Duration
+	// EventLoops serves the connections accepted by Listen with this many
+	// event loops (loop.go) instead of a reader and a writer goroutine
+	// each; 0 keeps the goroutines. Connections of listeners given to
+	// Serve (TLS, wrapped listeners) always have their goroutines.
+	EventLoops int
 
 	noDirectWrites bool // see connConfig
 }
@@ -69,9 +75,31 @@ type route struct {
 type routeTable struct {
 	m   map[int32]route
 	def ReplyHandler
-	// inline holds the codes whose handlers read ext fields through
-	// Command.LookupExt and Ext, so their requests keep the inline table.
-	inline map[int32]bool
+	// flags holds what codes declared of their handlers: extInline (they
+	// read ext fields through Command.LookupExt and Ext, so their requests
+	// keep the inline table) and onLoop (they never block, so an event
+	// loop may run them inline).
+	flags map[int32]routeFlags
+}
+
+// routeFlags are a code's declarations (ReadsExtInline, RunsOnLoop).
+type routeFlags uint8
+
+const (
+	extInline routeFlags = 1 << iota
+	onLoop
+)
+
+// withFlags returns a copy of t whose codes have f set too.
+func (t *routeTable) withFlags(f routeFlags, codes []int32) *routeTable {
+	n := &routeTable{m: t.m, def: t.def, flags: make(map[int32]routeFlags, len(t.flags)+len(codes))}
+	for k, v := range t.flags {
+		n.flags[k] = v
+	}
+	for _, c := range codes {
+		n.flags[c] |= f
+	}
+	return n
 }
 
 // Server accepts connections and serves requests with registered handlers.
@@ -96,6 +124,10 @@ type Server struct {
 	perIP     map[string]int // open connections by source IP (with limits)
 	refusing  int            // connections in refusal mode, in conns but not counted
 	execs     []*Executor
+	loops     []*eventLoop
+	watchStop chan struct{}
+	loopLns   []*loopListener
+	nextLoop  int
 	onClose   []func(*Conn)
 	onReply   atomic.Pointer[ReplyObserver]
 	wg        sync.WaitGroup
@@ -176,7 +208,7 @@ func (s *Server) RegisterReply(code int32, h ReplyHandler, ex *Executor) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := s.routes.Load()
-	t := &routeTable{m: make(map[int32]route, len(old.m)+1), def: old.def, inline: old.inline}
+	t := &routeTable{m: make(map[int32]route, len(old.m)+1), def: old.def, flags: old.flags}
 	for k, v := range old.m {
 		t.m[k] = v
 	}
@@ -189,7 +221,7 @@ func (s *Server) RegisterDefault(h Handler) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := s.routes.Load()
-	s.routes.Store(&routeTable{m: old.m, def: valueHandler(h), inline: old.inline})
+	s.routes.Store(&routeTable{m: old.m, def: valueHandler(h), flags: old.flags})
 }
 
 // ReadsExtInline declares that the handlers of codes read a request's ext
@@ -202,15 +234,21 @@ func (s *Server) RegisterDefault(h Handler) {
 func (s *Server) ReadsExtInline(codes ...int32) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
-	old := s.routes.Load()
-	t := &routeTable{m: old.m, def: old.def, inline: make(map[int32]bool, len(old.inline)+len(codes))}
-	for k, v := range old.inline {
-		t.inline[k] = v
-	}
-	for _, c := range codes {
-		t.inline[c] = true
-	}
-	s.routes.Store(t)
+	s.routes.Store(s.routes.Load().withFlags(extInline, codes))
+}
+
+// RunsOnLoop declares that the handlers of codes never block (whatever
+// waits, they defer), so an event loop may run their requests inline when
+// their executor has a worker slot free, as a reader goroutine does for
+// every code. Requests of other codes read by a loop always go to their
+// executor's workers, since a blocked handler would stall every connection
+// of the loop. Handlers registered without an executor run inline
+// everywhere, as always. It may be called before or after the codes are
+// registered.
+func (s *Server) RunsOnLoop(codes ...int32) {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	s.routes.Store(s.routes.Load().withFlags(onLoop, codes))
 }
 
 // ReplyObserver sees every response the server's handlers give to a
@@ -272,7 +310,110 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
 	}
+	if s.cfg.EventLoops > 0 {
+		return s.serveLoops(ln.(*net.TCPListener))
+	}
 	return s.Serve(ln)
+}
+
+// serveLoops has the event loops accept and serve ln's connections,
+// starting the loops on first use.
+func (s *Server) serveLoops(tl *net.TCPListener) (net.Addr, error) {
+	raw, err := tl.SyscallConn()
+	if err != nil {
+		tl.Close()
+		return nil, fmt.Errorf("transport: listener descriptor: %w", err)
+	}
+	ln := &loopListener{ln: tl, raw: raw}
+	_ = raw.Control(func(fd uintptr) { ln.fd = int(fd) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		tl.Close()
+		return nil, ErrServerClosed
+	}
+	if len(s.loops) == 0 {
+		for range s.cfg.EventLoops {
+			l, err := newEventLoop(s)
+			if err != nil {
+				for _, l := range s.loops {
+					l.post(loopReq{kind: reqStop})
+				}
+				s.loops = nil
+				tl.Close()
+				return nil, err
+			}
+			s.loops = append(s.loops, l)
+			l.start(&s.wg)
+		}
+		s.watchStop = make(chan struct{})
+		s.wg.Add(1)
+		go func(loops []*eventLoop, stop <-chan struct{}) {
+			defer s.wg.Done()
+			watchLoops(loops, &s.wg, stop)
+		}(s.loops, s.watchStop)
+	}
+	s.listeners = append(s.listeners, tl)
+	s.loopLns = append(s.loopLns, ln)
+	s.loops[0].post(loopReq{kind: reqListen, ln: ln})
+	return tl.Addr(), nil
+}
+
+// serveLoopFD serves a connection accepted by loop from: admitted as
+// serve admits one, then given to the loop with the fewest connections.
+func (s *Server) serveLoopFD(from *loopRun, fd int, local, remote net.Addr) {
+	s.mu.Lock()
+	if s.closed || len(s.loops) == 0 {
+		s.mu.Unlock()
+		unix.Close(fd)
+		return
+	}
+	l := s.loops[s.nextLoop%len(s.loops)]
+	s.nextLoop++
+	c := newLoopConn(l, fd, local, remote, s.connConfig())
+	if s.limited() {
+		c.ipKey = sourceIP(remote)
+		if c.refusal = s.admitLocked(c.ipKey); c.refusal != "" && s.refusing >= maxRefusing {
+			s.mu.Unlock()
+			unix.Close(fd)
+			return
+		} else if c.refusal != "" {
+			s.refusing++
+		} else {
+			s.perIP[c.ipKey]++
+		}
+	}
+	s.conns[c.ID()] = c
+	s.mu.Unlock()
+	s.logger.Debug("remoting: connection accepted", "conn", c.ID(), "remote", remote.String(), "loop", true)
+	if c.refusal != "" {
+		s.logRefusal(c, c.refusal)
+		time.AfterFunc(refusalGrace, func() { c.closeWith(errOverLimit) })
+	} else if s.cfg.AuthTimeout > 0 {
+		s.watchAuth(c)
+	}
+	if l == from.l {
+		from.add(c)
+	} else if !l.post(loopReq{kind: reqAdd, c: c}) {
+		c.closeWith(ErrServerClosed)
+	}
+}
+
+// connConfig is what the server gives each of its connections.
+func (s *Server) connConfig() connConfig {
+	return connConfig{
+		id:             s.nextID.Add(1),
+		maxFrame:       s.cfg.MaxFrameSize,
+		idle:           s.cfg.IdleTimeout,
+		maxInflight:    int64(s.cfg.MaxInflightPerConn),
+		heldTimeout:    s.cfg.HeldTimeout,
+		budget:         s.budget,
+		noDirectWrites: s.cfg.noDirectWrites,
+		logger:         s.logger,
+		dispatch:       s.dispatch,
+		onClose:        s.connClosed,
+		onReply:        s.onReply.Load(),
+	}
 }
 
 func (s *Server) acceptLoop(ln net.Listener) {
@@ -296,19 +437,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 }
 
 func (s *Server) serve(nc net.Conn) {
-	c := newConn(nc, connConfig{
-		id:             s.nextID.Add(1),
-		maxFrame:       s.cfg.MaxFrameSize,
-		idle:           s.cfg.IdleTimeout,
-		maxInflight:    int64(s.cfg.MaxInflightPerConn),
-		heldTimeout:    s.cfg.HeldTimeout,
-		budget:         s.budget,
-		noDirectWrites: s.cfg.noDirectWrites,
-		logger:         s.logger,
-		dispatch:       s.dispatch,
-		onClose:        s.connClosed,
-		onReply:        s.onReply.Load(),
-	})
+	c := newConn(nc, s.connConfig())
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -369,7 +498,8 @@ func (s *Server) dispatch(c *Conn, req *remoting.Command) {
 		return
 	}
 	t := s.routes.Load()
-	if s.cfg.Authorize != nil || !t.inline[req.Code] {
+	flags := t.flags[req.Code]
+	if s.cfg.Authorize != nil || flags&extInline == 0 {
 		req.ExtMap()
 	}
 	if s.cfg.Authorize != nil {
@@ -404,7 +534,7 @@ func (s *Server) dispatch(c *Conn, req *remoting.Command) {
 		c.run(r.h, req, true)
 		return
 	}
-	r.ex.submit(c, req, r.h)
+	r.ex.submit(c, req, r.h, c.lp == nil || flags&onLoop != 0 && c.lp.l.stalled.Load() == 0)
 }
 
 // Shutdown stops accepting, answers new requests SYSTEM_BUSY, waits until
@@ -412,6 +542,7 @@ func (s *Server) dispatch(c *Conn, req *remoting.Command) {
 // closes like Close. It returns ctx's error when it gave up waiting.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.stopLoopListeners()
 	s.mu.Lock()
 	lns := s.listeners
 	s.listeners = nil
@@ -454,7 +585,12 @@ func (s *Server) drained() bool {
 			return false
 		}
 		c.wmu.Lock()
-		busy := c.writing || c.bw.Buffered() > 0
+		var busy bool
+		if c.lp != nil {
+			busy = c.writing || c.lp.blocked
+		} else {
+			busy = c.writing || c.tail != nil || c.bw.Buffered() > 0
+		}
 		c.wmu.Unlock()
 		if busy {
 			return false
@@ -472,12 +608,17 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.mu.Unlock()
+	s.stopLoopListeners()
+	s.mu.Lock()
 	lns := s.listeners
 	conns := make([]*Conn, 0, len(s.conns))
 	for _, c := range s.conns {
 		conns = append(conns, c)
 	}
 	execs := s.execs
+	loops := s.loops
+	watchStop := s.watchStop
 	s.mu.Unlock()
 	var first error
 	for _, ln := range lns {
@@ -491,6 +632,39 @@ func (s *Server) Close() error {
 	for _, e := range execs {
 		e.close()
 	}
+	for _, l := range loops {
+		if l.post(loopReq{kind: reqStop}) {
+			<-l.done
+		}
+	}
+	if watchStop != nil {
+		close(watchStop)
+	}
 	s.wg.Wait()
 	return first
+}
+
+// stopLoopListeners makes the loops stop accepting, before the listeners
+// close (so no descriptor number they reuse is taken for a listener's).
+func (s *Server) stopLoopListeners() {
+	s.mu.Lock()
+	lns := s.loopLns
+	s.loopLns = nil
+	var l *eventLoop
+	if len(s.loops) > 0 {
+		l = s.loops[0]
+	}
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	for _, ln := range lns {
+		done := make(chan struct{})
+		if l.post(loopReq{kind: reqStopListen, ln: ln, done: done}) {
+			select {
+			case <-done:
+			case <-l.done:
+			}
+		}
+	}
 }

@@ -1,0 +1,234 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/remoting"
+)
+
+// dialSmallWindow connects with a receive buffer of a few KiB, so the
+// server's socket fills after one large answer the peer does not read.
+func dialSmallWindow(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
+	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
+}
+
+// Answers written by other goroutines than the reader (a worker, the
+// completion of a deferred answer) while the peer reads nothing: the
+// socket takes part of one, and the rest, and the answers after it,
+// still arrive whole and in order once the peer reads.
+func TestAnswersOutgrowAFullSocket(t *testing.T) {
+	body := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 60<<10) }
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		ex := s.NewExecutor(ExecutorConfig{Workers: 1, QueueCapacity: 100})
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
+			go func() {
+				resp := remoting.NewResponse(req, remoting.Success, "")
+				resp.Body = body(int(req.Opaque))
+				r.Reply(resp)
+			}()
+			return Later(r)
+		}, ex)
+	})
+	rc := dialSmallWindow(t, addr)
+	const n = 120 // 7 MiB of answers, more than a socket's send buffer grows to
+	for i := range n {
+		// One at a time: each answer is the only one in flight, the
+		// case in which it is written on the completing goroutine.
+		rc.send(request(codeEcho, int32(i), remoting.SerializeJSON))
+		time.Sleep(2 * time.Millisecond)
+	}
+	for i := range n {
+		r := rc.read()
+		if r.Opaque != int32(i) || !bytes.Equal(r.Body, body(i)) {
+			t.Fatalf("answer %d: opaque %d, %d body bytes", i, r.Opaque, len(r.Body))
+		}
+	}
+}
+
+// Frames split anywhere across reads (one byte at a time, random chunks,
+// a frame larger than a loop's read buffer) are all served, in order.
+func TestFramesSplitAcrossReads(t *testing.T) {
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) { s.Register(codeEcho, echo, nil) })
+	var frames [][]byte
+	var want []int
+	for i := range 40 {
+		req := request(codeEcho, int32(i), remoting.SerializeRocketMQ)
+		size := 10 + (i%7)*300
+		if i%13 == 5 {
+			size = 200 << 10 // over the loop's 64 KiB read buffer
+		}
+		req.Body = bytes.Repeat([]byte{byte(i)}, size)
+		f, err := remoting.Encode(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+		want = append(want, size)
+	}
+	all := bytes.Join(frames, nil)
+	for _, mode := range []string{"bytes", "chunks"} {
+		t.Run(mode, func(t *testing.T) {
+			rc := dialRaw(t, addr)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rnd := rand.New(rand.NewPCG(1, 2))
+				for off := 0; off < len(all); {
+					n := 1
+					if mode == "chunks" {
+						n = 1 + rnd.IntN(70000)
+					} else if off > 4096 {
+						n = 1 + rnd.IntN(64) // byte by byte for the first frames
+					}
+					n = min(n, len(all)-off)
+					if _, err := rc.nc.Write(all[off : off+n]); err != nil {
+						t.Error(err)
+						return
+					}
+					off += n
+				}
+			}()
+			for i, size := range want {
+				r := rc.read()
+				if r.Opaque != int32(i) || len(r.Body) != size || (size > 0 && r.Body[size-1] != byte(i)) {
+					t.Fatalf("answer %d: opaque %d, body %d bytes, want %d", i, r.Opaque, len(r.Body), size)
+				}
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// Connections opened and closed while answers to them are still being
+// completed elsewhere: every answer a client reads is one of its own
+// requests' (a descriptor reused by a new connection never receives an
+// old connection's bytes).
+func TestClosesWhileAnswersAreWritten(t *testing.T) {
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		ex := s.NewExecutor(ExecutorConfig{Workers: 2, QueueCapacity: 10000})
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			r := c.Defer(req)
+			go func() {
+				time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+				r.Reply(echo(c, req))
+			}()
+			return Later(r)
+		}, ex)
+	})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 25 {
+				nc, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				tag := fmt.Sprintf("g%d-r%d", g, round)
+				for i := range 5 {
+					req := request(codeEcho, int32(i), remoting.SerializeJSON)
+					req.ExtFields["tag"] = tag
+					f, _ := remoting.Encode(req)
+					if _, err := nc.Write(f); err != nil {
+						t.Error(err)
+						nc.Close()
+						return
+					}
+				}
+				br := bufio.NewReader(nc)
+				_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+				// Read some of the answers, then close with the rest
+				// still being completed.
+				for range round % 5 {
+					r, err := remoting.ReadCommand(br, 0)
+					if err != nil {
+						t.Errorf("%s: %v", tag, err)
+						break
+					}
+					if got := r.Ext("tag"); got != tag {
+						t.Errorf("connection %s read an answer of %s", tag, got)
+					}
+				}
+				nc.Close()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// A handler declared never to block that blocks all the same, on an
+// event loop: after loopStallLimit another run serves the loop's other
+// connections (their requests of that code going to the workers while
+// the handler is held), the held connection is not read until its
+// handler returns, and then everything runs inline again.
+func TestLoopRunDisplacedByAHeldHandler(t *testing.T) {
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var ex *Executor
+	srv, addr := startServer(t, ServerConfig{EventLoops: 1}, func(s *Server) {
+		ex = s.NewExecutor(ExecutorConfig{Workers: 4, QueueCapacity: 100})
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			if req.Ext("block") == "1" {
+				entered <- struct{}{}
+				<-gate
+			}
+			return echo(c, req)
+		}, ex)
+		s.RunsOnLoop(codeEcho)
+	})
+	a, b := dialRaw(t, addr), dialRaw(t, addr)
+	held := request(codeEcho, 1, remoting.SerializeJSON)
+	held.ExtFields["block"] = "1"
+	a.send(held)
+	<-entered
+	for i := range 5 {
+		b.send(request(codeEcho, int32(10+i), remoting.SerializeJSON))
+		if r := b.read(); r.Opaque != int32(10+i) || r.Code != remoting.Success {
+			t.Fatalf("b's answer %+v while a's handler is held", r)
+		}
+	}
+	if st := ex.Stats(); st.Queued < 5 {
+		t.Fatalf("while held, b's requests ran inline: %+v", st)
+	}
+	a.send(request(codeEcho, 2, remoting.SerializeJSON))
+	close(gate)
+	for _, want := range []int32{1, 2} {
+		if r := a.read(); r.Opaque != want || r.Code != remoting.Success {
+			t.Fatalf("a's answer %+v, want opaque %d", r, want)
+		}
+	}
+	waitFor(t, "the held run to end", func() bool { return srv.loops[0].stalled.Load() == 0 })
+	inline := ex.Stats().Inline
+	b.send(request(codeEcho, 20, remoting.SerializeJSON))
+	b.read()
+	if st := ex.Stats(); st.Inline != inline+1 {
+		t.Fatalf("after the handler returned, not inline: %+v", st)
+	}
+}
