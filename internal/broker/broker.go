@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -277,6 +278,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		MaxConns:           cfg.ServerMaxConnections,
 		MaxConnsPerIP:      cfg.ServerMaxConnectionsPerIp,
 		AuthTimeout:        b.authTimeout(&cfg),
+		EventLoops:         eventLoops(cfg.ServerEventLoops),
 	})
 	b.server.OnReply(b.rpc.observe)
 	if cfg.EnableControllerMode {
@@ -290,6 +292,17 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b.registerProcessors()
 	return b, nil
+}
+
+// eventLoops is the transport's EventLoops for serverEventLoops.
+func eventLoops(key int) int {
+	switch {
+	case key < 0:
+		return 0
+	case key == 0:
+		return max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	return key
 }
 
 func checkConfig(c *Config) error {

@@ -84,6 +84,13 @@ type Config struct {
 	// it well above their combined in-flight sends and held pulls (0 =
 	// 1024, negative = no bound).
 	MaxInflightRequestsPerConnection int `prop:"maxInflightRequestsPerConnection"`
+	// ServerEventLoops (a Spool key) is how many event loops serve the
+	// connections of the broker's plain TCP ports (the listen port and
+	// the VIP channel): each waits for all of its connections at once and
+	// serves every ready one per wake-up. 0 = one loop per two CPUs the Go
+	// runtime uses (at least one); negative = a reader and a writer
+	// goroutine per connection, as TLS connections always have.
+	ServerEventLoops int `prop:"serverEventLoops"`
 	// MaxQueuedRequestBytes (a Spool key) bounds the body bytes of requests
 	// waiting in executor queues; while reached, sockets are not read (the
 	// pause counts as queue wait). 0 = no bound.

@@ -53,6 +53,10 @@ func (b *Broker) registerProcessors() {
 	b.server.ReadsExtInline(remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
 		remoting.PullMessage, remoting.LitePullMessage, remoting.HeartBeat,
 		remoting.QueryConsumerOffset, remoting.UpdateConsumerOffset)
+	// A send's handler never waits (the store answers it later), so an
+	// event loop runs it inline; everything else read by a loop goes to
+	// its executor's workers.
+	b.server.RunsOnLoop(remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage)
 	regLater(remoting.SendMessage, b.data.HandleSend, b.sendEx)
 	regLater(remoting.SendMessageV2, b.data.HandleSend, b.sendEx)
 	regLater(remoting.SendBatchMessage, b.data.HandleSend, b.sendEx)
