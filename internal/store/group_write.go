@@ -239,3 +239,26 @@ func (c *CommitLog) failVisibleWaitersAfter(from int64, remark string) {
 		w.done(PutResult{Status: ServiceNotAvailable, Remark: remark})
 	}
 }
+
+// GatherWrites makes the caller the CommitLog's writer until it calls
+// ReleaseWrites: the records puts place meanwhile, the caller's own
+// included, are copied into the staging ring instead of being written,
+// and ReleaseWrites writes them, one pwrite per contiguous run, and
+// answers their puts (which wait for their records to be readable, as a
+// put behind another's unfinished write always has). It returns false,
+// with nothing to release, when another goroutine is writing (puts then
+// join its writes) or records are not staged (mapped writes, the
+// transient store pool). An event loop brackets a pass with it, so the
+// sends of every connection it serves in one wake-up cost one write.
+// Nothing is written under the put lock and nothing is acknowledged
+// before its bytes are in the file, as with any group.
+func (st *DefaultMessageStore) GatherWrites() bool {
+	c := st.commitLog
+	return c != nil && c.group != nil && c.group.leader.CompareAndSwap(false, true)
+}
+
+// ReleaseWrites writes what was gathered since GatherWrites returned true
+// and gives up the writer role.
+func (st *DefaultMessageStore) ReleaseWrites() {
+	st.commitLog.leadGroups()
+}

@@ -218,3 +218,61 @@ func TestHeldPutAfterFailedWriteIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestGatheredWritesAreOne: the puts made while the caller gathers
+// (GatherWrites) are neither written nor answered until ReleaseWrites,
+// which writes them with one pwrite and answers each; under SYNC_FLUSH
+// the answers still wait for the sync. With mapped writes nothing is
+// gathered.
+func TestGatheredWritesAreOne(t *testing.T) {
+	for _, flush := range []string{AsyncFlush, SyncFlush} {
+		t.Run(flush, func(t *testing.T) {
+			const n = 12
+			cfg := testConfig(t)
+			cfg.FlushDiskType = flush
+			cfg.WriteWithoutMmap = true
+			fs := vfs.NewInjector(vfs.OS())
+			st := openStarted(t, cfg, fs)
+			defer st.Shutdown()
+			mustPut(t, st, testMsg("G", 0, "warm", ""))
+			ops := &commitLogOps{}
+			fs.SetHook(ops.hook)
+			if !st.GatherWrites() {
+				t.Fatal("GatherWrites refused with no writer running")
+			}
+			if st.GatherWrites() {
+				t.Fatal("GatherWrites granted twice")
+			}
+			results := make(chan PutResult, n)
+			for i := 0; i < n; i++ {
+				st.PutMessage(testMsg("G", 0, fmt.Sprint("g", i), ""), func(r PutResult) { results <- r })
+			}
+			if w, got := ops.writes.Load(), len(results); w != 0 || got != 0 {
+				t.Fatalf("before ReleaseWrites: %d CommitLog writes, %d answers", w, got)
+			}
+			st.ReleaseWrites()
+			for i := 0; i < n; i++ {
+				if r := <-results; r.Status != PutOK || r.QueueOffset != int64(i+1) {
+					t.Fatalf("put %d: %+v", i, r)
+				}
+			}
+			if w := ops.writes.Load(); w != 1 {
+				t.Fatalf("%d gathered puts made %d CommitLog writes, want 1", n, w)
+			}
+			if flush == SyncFlush && ops.syncs.Load() == 0 {
+				t.Fatal("SYNC_FLUSH puts answered without a sync")
+			}
+			waitDispatched(t, st, "G", 0, n+1)
+		})
+	}
+	t.Run("mapped", func(t *testing.T) {
+		cfg := testConfig(t)
+		cfg.WriteWithoutMmap = false
+		st := openStarted(t, cfg, vfs.OS())
+		defer st.Shutdown()
+		if st.GatherWrites() {
+			t.Fatal("mapped writes gathered")
+		}
+		mustPut(t, st, testMsg("G", 0, "m", ""))
+	})
+}
