@@ -269,6 +269,13 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	if b.authsrv, err = openAuth(&cfg, opts.StoreConfig.StorePathRootDir, logger); err != nil {
 		return nil, err
 	}
+	var passBegin func() bool
+	var passEnd func()
+	if g, ok := b.store.(writeGatherer); ok {
+		// An event loop's pass writes the CommitLog records of all the
+		// sends it served once, after the last of them.
+		passBegin, passEnd = g.GatherWrites, g.ReleaseWrites
+	}
 	b.server = transport.NewServer(transport.ServerConfig{
 		Authorize:          b.authsrv.Hook(),
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
@@ -279,6 +286,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		MaxConnsPerIP:      cfg.ServerMaxConnectionsPerIp,
 		AuthTimeout:        b.authTimeout(&cfg),
 		EventLoops:         eventLoops(cfg.ServerEventLoops),
+		LoopPassBegin:      passBegin,
+		LoopPassEnd:        passEnd,
 	})
 	b.server.OnReply(b.rpc.observe)
 	if cfg.EnableControllerMode {
@@ -292,6 +301,13 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b.registerProcessors()
 	return b, nil
+}
+
+// writeGatherer is a store that can gather the CommitLog writes of
+// several puts into one (store.DefaultMessageStore).
+type writeGatherer interface {
+	GatherWrites() bool
+	ReleaseWrites()
 }
 
 // eventLoops is the transport's EventLoops for serverEventLoops.

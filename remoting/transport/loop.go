@@ -110,6 +110,10 @@ type loopRun struct {
 	inlineSince atomic.Int64
 	serving     atomic.Pointer[Conn]
 	displaced   atomic.Bool
+	// dispatched counts the pass's frames (LoopPassBegin is asked at the
+	// second); passHeld says Begin returned true and End is owed.
+	dispatched int
+	passHeld   bool
 }
 
 // loopStallLimit is how long a frame's dispatch may hold a run before the
@@ -174,6 +178,10 @@ type loopConn struct {
 	// held says a displaced run still serves the connection: the active
 	// run leaves it alone until it is let go.
 	held atomic.Bool
+	// holding says the run whose dirty list has the connection took its
+	// writer role for the pass (set under wmu; cleared by that list's
+	// flush).
+	holding bool
 
 	// pausedQueue says reading stopped until the write queue drains.
 	pausedQueue atomic.Bool
@@ -442,6 +450,9 @@ func (r *loopRun) run() {
 				c.closeWith(io.ErrUnexpectedEOF)
 			}
 		}
+		if !r.endPass() {
+			return
+		}
 		r.flushDirty()
 		if r.takeRequests() || r.displaced.Load() {
 			return
@@ -548,6 +559,9 @@ func (r *loopRun) takeRequests() bool {
 	l.spare = reqs[:0]
 	l.mu.Unlock()
 	if r.displaced.Load() {
+		return false
+	}
+	if !r.endPass() {
 		return false
 	}
 	if stop {
@@ -856,7 +870,30 @@ func (r *loopRun) dispatch(c *Conn, cmd *remoting.Command) {
 		c.complete(cmd)
 		return
 	}
-	c.lp.run = r
+	lc := c.lp
+	lc.run = r
+	r.dispatched++
+	if r.dispatched == 2 {
+		// A pass with more than one frame gathers what they write; a
+		// lone frame (one request in flight) writes its own at once.
+		if b := r.l.s.cfg.LoopPassBegin; b != nil {
+			r.passHeld = b()
+		}
+	}
+	if r.passHeld && !lc.holding {
+		// Hold the connection's writer role for the pass: the answers
+		// LoopPassEnd completes, and any completed elsewhere meanwhile,
+		// leave with the pass's one write to it.
+		c.wmu.Lock()
+		if !c.writing && !lc.blocked && !c.wclosed {
+			c.writing = true
+			lc.holding = true
+		}
+		c.wmu.Unlock()
+		if lc.holding && lc.dirty.CompareAndSwap(false, true) {
+			r.queueDirty(c)
+		}
+	}
 	r.serving.Store(c)
 	r.inlineSince.Store(r.now.UnixNano())
 	c.cfg.dispatch(c, cmd)
@@ -864,19 +901,49 @@ func (r *loopRun) dispatch(c *Conn, cmd *remoting.Command) {
 	c.arrived = time.Time{}
 }
 
+// endPass calls LoopPassEnd for a pass whose Begin returned true; the
+// watchdog sees how long it takes. False when the run was displaced
+// meanwhile (it has then written its answers and must end).
+func (r *loopRun) endPass() bool {
+	r.dispatched = 0
+	if !r.passHeld {
+		return true
+	}
+	r.passHeld = false
+	r.serving.Store(nil)
+	r.inlineSince.Store(time.Now().UnixNano())
+	r.l.s.cfg.LoopPassEnd()
+	r.inlineSince.Store(0)
+	if r.displaced.Load() {
+		r.letGo(nil, nil, false)
+		return false
+	}
+	return true
+}
+
 // letGo ends a displaced run: it keeps the rest of c's bytes, writes the
 // answers its handler queued, hands c back to the loop and ends.
 func (r *loopRun) letGo(c *Conn, rest []byte, owned bool) {
-	lc := c.lp
-	if c.isClosed() {
-		lc.pend = nil
-	} else {
-		lc.keep(rest, owned)
+	if r.passHeld {
+		// The pass's gathered writes are this run's to finish.
+		r.passHeld = false
+		r.l.s.cfg.LoopPassEnd()
+	}
+	r.dispatched = 0
+	if c != nil {
+		lc := c.lp
+		if c.isClosed() {
+			lc.pend = nil
+		} else {
+			lc.keep(rest, owned)
+		}
 	}
 	r.flushDirty()
-	lc.held.Store(false)
-	if !r.l.post(loopReq{kind: reqRelease, c: c}) {
-		lc.pend = nil
+	if c != nil {
+		c.lp.held.Store(false)
+		if !r.l.post(loopReq{kind: reqRelease, c: c}) {
+			c.lp.pend = nil
+		}
 	}
 	r.l.stalled.Add(-1)
 }
@@ -999,9 +1066,15 @@ func (r *loopRun) flushDirty() {
 	r.dirty = nil
 	r.dmu.Unlock()
 	for i, c := range dirty {
-		c.lp.dirty.Store(false)
+		lc := c.lp
+		lc.dirty.Store(false)
 		dirty[i] = nil
-		c.loopFlushIfIdle()
+		if lc.holding {
+			lc.holding = false
+			c.loopFlush() // the role held for the pass
+		} else {
+			c.loopFlushIfIdle()
+		}
 	}
 	r.dmu.Lock()
 	if r.dirty == nil {

@@ -61,6 +61,16 @@ type ServerConfig struct {
 	// each; 0 keeps the goroutines. Connections of listeners given to
 	// Serve (TLS, wrapped listeners) always have their goroutines.
 	EventLoops int
+	// LoopPassBegin and LoopPassEnd, when set, bracket each event loop
+	// pass that dispatches more than one frame: Begin before the pass's
+	// second frame, and, when Begin returned true, End after its last and
+	// before the answers of the pass are written (the connections served
+	// after Begin have their answers held until then, so the answers End
+	// completes leave with the others). End counts toward the loop's
+	// stall limit, as a handler does. The broker gathers a pass's
+	// CommitLog writes into one there.
+	LoopPassBegin func() bool
+	LoopPassEnd   func()
 
 	noDirectWrites bool // see connConfig
 }

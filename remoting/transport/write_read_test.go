@@ -232,3 +232,66 @@ func TestLoopRunDisplacedByAHeldHandler(t *testing.T) {
 		t.Fatalf("after the handler returned, not inline: %+v", st)
 	}
 }
+
+// LoopPassBegin and LoopPassEnd bracket a loop pass that dispatches more
+// than one frame (not a lone frame), and the answers End completes are
+// written after it with the pass's others.
+func TestLoopPassHooks(t *testing.T) {
+	var mu sync.Mutex
+	var held []*Responder
+	var begins, ends int
+	inPass := false
+	cfg := ServerConfig{EventLoops: 1,
+		LoopPassBegin: func() bool { mu.Lock(); begins++; inPass = true; mu.Unlock(); return true },
+		LoopPassEnd: func() {
+			mu.Lock()
+			ends++
+			inPass = false
+			rs := held
+			held = nil
+			mu.Unlock()
+			for _, r := range rs {
+				r.Reply(echo(r.Conn(), r.Request()))
+			}
+		}}
+	_, addr := startServer(t, cfg, func(s *Server) {
+		ex := s.NewExecutor(ExecutorConfig{Workers: 1, QueueCapacity: 100})
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			mu.Lock()
+			defer mu.Unlock()
+			if !inPass {
+				return Respond(echo(c, req)) // a lone frame: answered at once
+			}
+			r := c.Defer(req)
+			held = append(held, r)
+			return Later(r)
+		}, ex)
+		s.RunsOnLoop(codeEcho)
+	})
+	rc := dialRaw(t, addr)
+	rc.send(request(codeEcho, 1, remoting.SerializeJSON))
+	if r := rc.read(); r.Opaque != 1 {
+		t.Fatalf("lone frame's answer %+v", r)
+	}
+	mu.Lock()
+	if begins != 0 {
+		t.Fatalf("a lone frame began %d passes", begins)
+	}
+	mu.Unlock()
+	var frames []byte
+	for i := 2; i <= 9; i++ {
+		f, _ := remoting.Encode(request(codeEcho, int32(i), remoting.SerializeJSON))
+		frames = append(frames, f...)
+	}
+	rc.write(frames) // one write: most likely one read and one pass
+	for i := 2; i <= 9; i++ {
+		if r := rc.read(); r.Opaque != int32(i) || r.Code != remoting.Success {
+			t.Fatalf("answer %+v, want opaque %d", r, i)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if begins == 0 || begins != ends || len(held) != 0 {
+		t.Fatalf("%d begins, %d ends, %d answers still held", begins, ends, len(held))
+	}
+}
