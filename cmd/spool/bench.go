@@ -200,43 +200,29 @@ func benchProduceCmd() *cobra.Command {
 			ctx, cancel := context.WithTimeout(context.Background(), duration)
 			defer cancel()
 			go m.progress(ctx, false)
+			build := func(sb *sendBuilder, q queueRef, now time.Time) (*remoting.Command, int, int) {
+				return sb.build(topic, q.queueID, body, batch, ser, now), batch, batch * size
+			}
+			// Each producer has a connection to every broker of the
+			// route, with --inflight requests outstanding on it.
+			byAddr := map[string][]queueRef{}
+			var addrs []string
+			for _, q := range qs {
+				if byAddr[q.addr] == nil {
+					addrs = append(addrs, q.addr)
+				}
+				byAddr[q.addr] = append(byAddr[q.addr], q)
+			}
 			var wg sync.WaitGroup
-			var seq atomic.Int64
 			for p := 0; p < producers; p++ {
-				cli := benchClient(ser)
-				defer cli.Close()
-				for j := 0; j < inflight; j++ {
+				for _, a := range addrs {
 					wg.Add(1)
-					go func() {
+					go func(qs []queueRef) {
 						defer wg.Done()
-						var sb sendBuilder
-						var rt requestTimeout
-						defer rt.stop()
-						for ctx.Err() == nil {
-							q := qs[int(seq.Add(1))%len(qs)]
-							t0 := time.Now()
-							req := sb.build(topic, q.queueID, body, batch, ser, t0)
-							resp, err := cli.Invoke(rt.context(t0), q.addr, req)
-							lat := time.Since(t0)
-							switch {
-							case err != nil:
-								// The request may still wait in the
-								// connection's queue: build afresh.
-								sb = sendBuilder{}
-								if ctx.Err() == nil {
-									m.failure(err)
-									// A broken connection or broker: back off
-									// instead of spinning on errors.
-									time.Sleep(100 * time.Millisecond)
-								}
-							case resp.Code == remoting.Success:
-								m.success(batch, batch*size, lat)
-							default:
-								m.failure(fmt.Errorf("code %d: %s", resp.Code, resp.Remark))
-								time.Sleep(time.Millisecond)
-							}
-						}
-					}()
+						// Producers start on different queues.
+						rot := append(append([]queueRef(nil), qs[p%len(qs):]...), qs[:p%len(qs)]...)
+						produceConn(ctx, a, rot, inflight, build, m)
+					}(byAddr[a])
 				}
 			}
 			wg.Wait()
@@ -258,31 +244,6 @@ func benchProduceCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "how long to send")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object on the last line")
 	return cmd
-}
-
-// requestTimeout gives one sending goroutine's requests a timeout of 2 to 3
-// seconds without a timer per request: a context with a 3-second deadline
-// is reused until less than 2 seconds of it are left (requests of one
-// goroutine run one after another, so the old one is idle when replaced).
-type requestTimeout struct {
-	ctx      context.Context
-	cancel   context.CancelFunc
-	deadline time.Time
-}
-
-func (r *requestTimeout) context(now time.Time) context.Context {
-	if r.ctx == nil || r.deadline.Sub(now) < 2*time.Second {
-		r.stop()
-		r.deadline = now.Add(3 * time.Second)
-		r.ctx, r.cancel = context.WithDeadline(context.Background(), r.deadline)
-	}
-	return r.ctx
-}
-
-func (r *requestTimeout) stop() {
-	if r.cancel != nil {
-		r.cancel()
-	}
 }
 
 // sendBuilder makes SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) requests for

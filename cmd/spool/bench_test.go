@@ -36,20 +36,3 @@ func TestSendBuilderReuse(t *testing.T) {
 		seen[id] = true
 	}
 }
-
-func TestRequestTimeoutRenews(t *testing.T) {
-	var r requestTimeout
-	defer r.stop()
-	now := time.Now()
-	c1 := r.context(now)
-	if c2 := r.context(now.Add(500 * time.Millisecond)); c2 != c1 {
-		t.Fatal("context replaced with more than 2 s left")
-	}
-	c3 := r.context(now.Add(1500 * time.Millisecond))
-	if c3 == c1 || c1.Err() == nil {
-		t.Fatal("context not renewed (or the old one not cancelled) with under 2 s left")
-	}
-	if d, ok := c3.Deadline(); !ok || d.Sub(now) != 4500*time.Millisecond {
-		t.Fatalf("deadline %v", d.Sub(now))
-	}
-}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/internal/broker"
+	"github.com/spoolmq/spool/remoting"
+)
+
+// startBenchBroker runs a broker without name servers on a fresh store.
+func startBenchBroker(t *testing.T) *broker.Broker {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := &serveFlags{store: t.TempDir(), listen: "127.0.0.1:0"}
+	props, err := loadProps(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, sc, cfgFile, err := brokerConfigs(f, props, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc.NamesrvAddr = ""
+	b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Shutdown(ctx)
+	})
+	return b
+}
+
+// The producer's connections, one request in flight and many: every
+// answer is counted once, as a success, and the broker stored exactly
+// the messages counted (single sends and batches).
+func TestProduceConnCountsWhatWasStored(t *testing.T) {
+	b := startBenchBroker(t)
+	for _, c := range []struct {
+		name          string
+		window, batch int
+		ser           remoting.SerializeType
+	}{
+		{"sync", 1, 1, remoting.SerializeJSON},
+		{"pipelined", 16, 1, remoting.SerializeRocketMQ},
+		{"pipelined-batch", 8, 4, remoting.SerializeJSON},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			topic := "Bench" + c.name
+			body := []byte("0123456789")
+			qs := []queueRef{{addr: b.Addr(), queueID: 0}, {addr: b.Addr(), queueID: 1}}
+			build := func(sb *sendBuilder, q queueRef, now time.Time) (*remoting.Command, int, int) {
+				return sb.build(topic, q.queueID, body, c.batch, c.ser, now), c.batch, c.batch * len(body)
+			}
+			m := newMeter()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			produceConn(ctx, b.Addr(), qs, c.window, build, m)
+			cancel()
+			s := m.summary()
+			if s.OK == 0 || s.Errors != 0 {
+				t.Fatalf("summary %+v", s)
+			}
+			// The consume queues follow the CommitLog asynchronously.
+			var stored int64
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				stored = 0
+				for _, q := range qs {
+					stored += b.Store().MaxOffsetInQueue(topic, int32(q.queueID))
+				}
+				if stored >= s.OK {
+					break
+				}
+			}
+			if stored != s.OK {
+				t.Fatalf("counted %d messages, the broker stored %d", s.OK, stored)
+			}
+		})
+	}
+}
