@@ -120,6 +120,23 @@ func (c *Command) LookupExt(k string) (string, bool) {
 	return "", false
 }
 
+// RangeExtInline calls fn with each ext field of the inline table, in the
+// header's order (so a later duplicate of a key comes later), and returns
+// true; it returns false, calling nothing, when the fields are in the map.
+// A handler reading many fields does so in one pass over the table rather
+// than with a LookupExt per field.
+func (c *Command) RangeExtInline(fn func(k, v string)) bool {
+	t := c.liveTable()
+	if t == nil {
+		return false
+	}
+	for i := range int(t.n) {
+		e := &t.tab[i]
+		fn(t.src[e.k0:e.k1], t.value(e))
+	}
+	return true
+}
+
 // ExtLen is the number of distinct ext fields when they are in the map,
 // and the number of fields in the header (duplicates counted) when they are
 // still in the inline table.

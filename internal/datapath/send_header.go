@@ -62,15 +62,69 @@ type sendHeader struct {
 	batch                 bool
 }
 
+// inlineSendFields reads the send fields of a request whose ext fields
+// are in its inline table, in one pass over it, by their one-letter names
+// (short) or their long names; false when the fields are in the map.
+func inlineSendFields(req *remoting.Command, short bool, vals *[sendFieldCount]string, have *[sendFieldCount]bool) bool {
+	return req.RangeExtInline(func(k, v string) {
+		i := -1
+		if short {
+			if len(k) == 1 && k[0] >= 'a' && k[0] < 'a'+sfBname {
+				i = int(k[0] - 'a')
+			}
+		} else {
+			i = longSendField(k)
+		}
+		if i >= 0 {
+			vals[i], have[i] = v, true
+		}
+	})
+}
+
+// longSendField is the index of a send field's long name, -1 for another
+// key (bname, which is not read, included).
+func longSendField(k string) int {
+	switch k {
+	case "producerGroup":
+		return sfProducerGroup
+	case "topic":
+		return sfTopic
+	case "defaultTopic":
+		return sfDefaultTopic
+	case "defaultTopicQueueNums":
+		return sfDefaultTopicQueueNums
+	case "queueId":
+		return sfQueueID
+	case "sysFlag":
+		return sfSysFlag
+	case "bornTimestamp":
+		return sfBornTimestamp
+	case "flag":
+		return sfFlag
+	case "properties":
+		return sfProperties
+	case "reconsumeTimes":
+		return sfReconsumeTimes
+	case "unitMode":
+		return sfUnitMode
+	case "maxReconsumeTimes":
+		return sfMaxReconsumeTimes
+	case "batch":
+		return sfBatch
+	}
+	return -1
+}
+
 // parseSendHeader decodes the header of a send request. producerGroup,
 // topic and queueId are required; the other fields RocketMQ marks required
 // default to what the Go client sends when absent (TBW102, 4, 0, now
 // read from the broker's clock).
 //
-// Each field is looked up once, by the name its code uses (codes 310, 320
-// and 324 use the V2 one-letter names when "b" is present, long names
-// otherwise): a lookup per field is cheaper than ranging over the map,
-// and there is no second lookup through the alias table.
+// Each field is read by the name its code uses (codes 310, 320 and 324
+// use the V2 one-letter names when "b" is present, long names otherwise):
+// from the inline table in one pass over it, from the map with a lookup
+// per field (cheaper than ranging over the map); there is no second
+// lookup through the alias table.
 func parseSendHeader(req *remoting.Command, now func() int64) (*sendHeader, error) {
 	h := &sendHeader{}
 	if _, err := parseSendHeaderInto(req, now, h, 0); err != nil {
@@ -103,12 +157,13 @@ func parseSendHeaderIn(req *remoting.Command, now func() int64, h *sendHeader, p
 	var vals [sendFieldCount]string
 	var have [sendFieldCount]bool
 	var propsBuf []byte
-	for i := range sfBname { // bname is not read
-		if i == sfProperties && propsRoom > 0 {
-			vals[i], propsBuf, have[i] = req.ExtWithRoomIn(names[i], propsRoom, scratch)
-			continue
+	if !inlineSendFields(req, names == &sendFieldShort, &vals, &have) {
+		for i := range sfBname { // bname is not read
+			vals[i], have[i] = req.LookupExt(names[i])
 		}
-		vals[i], have[i] = req.LookupExt(names[i])
+	}
+	if have[sfProperties] && propsRoom > 0 {
+		vals[sfProperties], propsBuf, _ = req.ExtWithRoomIn(names[sfProperties], propsRoom, scratch)
 	}
 	str := func(i int, required bool) string { return r.StrOf(sendFieldNames[i], vals[i], have[i], required) }
 	i32 := func(i int, required bool, def int32) int32 {
