@@ -196,6 +196,14 @@ func (a *allocator) failed(from int64, err error) {
 		a.c.st.logger.Error("store: allocating a CommitLog file ahead failed; retrying with a back-off",
 			"offset", from, "err", err, "disk", a.c.st.diskUsageLine())
 	}
+	if sp := a.c.spilling.Load(); sp != nil && isNoSpace(err) {
+		// The spill's file cannot be had while the disk is full: its
+		// held puts are refused now rather than answered whenever space
+		// returns (their clients would see only a timeout).
+		for _, w := range a.c.takeSpillWaiters(sp) {
+			a.c.refuseSpilled(sp, w.done)
+		}
+	}
 }
 
 // succeeded clears the failure state after a file was created.

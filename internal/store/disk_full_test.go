@@ -165,6 +165,68 @@ func TestSpilledPutAnsweredOnlyInFile(t *testing.T) {
 	t.Logf("%d acknowledged at the crash image, %d in the end, %d held", len(phys), len(physAll), st.Stats().SpillHeld)
 }
 
+// TestSpilledPutRefusedWhenItsFileFindsNoSpace: a put held for the spill's
+// file is refused with the disk named when that file's creation finds no
+// space, instead of waiting for space to return (a synchronous sender on
+// a full disk was stuck for good). Its records stay in the spill and are
+// written once space returns, unacknowledged.
+func TestSpilledPutRefusedWhenItsFileFindsNoSpace(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PreallocateFiles = 1
+	cfg.WriteSpillSize = 16 << 10
+	fs := vfs.NewFaultFS(vfs.OS())
+	fs.SkipRealSync(true)
+	st := openFastRetry(t, cfg, fs)
+	defer st.Shutdown()
+	release := make(chan struct{})
+	fs.SetHook(func(op vfs.Op, name string) {
+		if op == vfs.OpCreate && strings.Contains(name, "commitlog") {
+			<-release
+		}
+	})
+	ap := newAsyncPuts()
+	for i := 0; st.Stats().SpillHeld == 0; i++ {
+		ap.put(st, testMsg("N", 0, fmt.Sprint("n", i, strings.Repeat("n", 100)), ""))
+		if i > 100000 {
+			t.Fatal("no put was held for the spill's file")
+		}
+	}
+	// The creation under way finds the disk full.
+	fs.SetENOSPCOn(cfg.StorePathCommitLog, false, true)
+	close(release)
+	ap.wg.Wait() // hangs (test timeout) when a held put is never answered
+	acked, _, refused, _ := ap.snapshot()
+	noSpace := 0
+	for _, r := range refused {
+		switch {
+		case r.Status == ServiceNotAvailable && strings.Contains(r.Remark, "no space left"):
+			noSpace++
+		case r.Status != OSPageCacheBusy:
+			t.Fatalf("refused: %v %q", r.Status, r.Remark)
+		}
+	}
+	if noSpace == 0 {
+		t.Fatalf("no put refused for want of space (%d acknowledged, %d refused)", len(acked), len(refused))
+	}
+	// Space returns: the spill gets its file, new puts are stored and
+	// every acknowledged one is readable.
+	fs.SetENOSPCOn("", false, false)
+	var ok PutResult
+	for i := 0; i < 1000000 && ok.Status != PutOK; i++ {
+		ok = putSync(t, st, testMsg("N", 0, "after", ""))
+		runtime.Gosched()
+	}
+	if ok.Status != PutOK {
+		t.Fatalf("after space returned: %v %q", ok.Status, ok.Remark)
+	}
+	var maxQO int64
+	for qo := range acked {
+		maxQO = max(maxQO, qo)
+	}
+	waitDispatched(t, st, "N", 0, maxQO+1)
+	checkAll(t, st, "N", 0, acked)
+}
+
 // TestCrashModelAtEachAllocatorState: SYNC_FLUSH acknowledgements survive a
 // power loss (FaultFS.Crash) with the next file ready, its creation slow,
 // or its creation failing with ENOSPC.

@@ -31,9 +31,16 @@ func (c *CommitLog) noFileRemark(from int64) string {
 }
 
 // holdForSpill keeps a put's answer until the spill sp has its file; it
-// answers at once when that already happened.
+// answers at once when that already happened, and refuses the put when
+// the file could not be created for want of space (the allocator refuses
+// the puts already held then, under the same lock).
 func (c *CommitLog) holdForSpill(sp *MappedFile, res PutResult, done func(PutResult)) {
 	c.spillMu.Lock()
+	if c.spilling.Load() == sp && c.alloc.failing.Load() && isNoSpace(c.alloc.lastError()) {
+		c.spillMu.Unlock()
+		c.refuseSpilled(sp, done)
+		return
+	}
 	if c.spilling.Load() == sp {
 		c.spillWaiters = append(c.spillWaiters, spillWaiter{sp, res, done})
 		c.spillMu.Unlock()
@@ -63,12 +70,30 @@ func (c *CommitLog) takeSpillWaiters(sp *MappedFile) []spillWaiter {
 }
 
 // failSpillWaiters answers the puts held for sp with SERVICE_NOT_AVAILABLE
-// (shutdown with the spill still in memory).
+// (shutdown with the spill still in memory, or its file not creatable for
+// want of space).
 func (c *CommitLog) failSpillWaiters(sp *MappedFile, remark string) {
 	for _, w := range c.takeSpillWaiters(sp) {
 		c.st.stats.putFailures.Add(1)
 		w.done(PutResult{Status: ServiceNotAvailable, Remark: remark})
 	}
+}
+
+// spilledNoSpaceRemark is the refusal of a put whose records went into the
+// spill sp before its file's creation found no space.
+func (c *CommitLog) spilledNoSpaceRemark(sp *MappedFile) string {
+	return c.noFileRemark(sp.from) + "; records already taken into memory are written then, unacknowledged"
+}
+
+// refuseSpilled refuses a put held for sp while sp's file cannot be
+// created for want of space. Its records stay in the spill and are written
+// when space returns, as a refused put whose write found no space is
+// retried: a client that sends again may store the message twice, never
+// lose one it was told was stored.
+func (c *CommitLog) refuseSpilled(sp *MappedFile, done func(PutResult)) {
+	c.st.stats.putFailures.Add(1)
+	c.st.stats.noSpaceRefusals.Add(1)
+	done(PutResult{Status: ServiceNotAvailable, Remark: c.spilledNoSpaceRemark(sp)})
 }
 
 // failedWrite is a reserved range whose write found no space.
