@@ -213,16 +213,25 @@ func benchProduceCmd() *cobra.Command {
 				}
 				byAddr[q.addr] = append(byAddr[q.addr], q)
 			}
-			var wg sync.WaitGroup
+			var targets []epollTarget
 			for p := 0; p < producers; p++ {
 				for _, a := range addrs {
+					// Producers start on different queues.
+					qs := byAddr[a]
+					rot := append(append([]queueRef(nil), qs[p%len(qs):]...), qs[:p%len(qs)]...)
+					targets = append(targets, epollTarget{addr: a, qs: rot})
+				}
+			}
+			var wg sync.WaitGroup
+			if inflight == 1 && !benchTLS {
+				epollProducers(ctx, targets, build, m)
+			} else {
+				for _, t := range targets {
 					wg.Add(1)
-					go func(qs []queueRef) {
+					go func() {
 						defer wg.Done()
-						// Producers start on different queues.
-						rot := append(append([]queueRef(nil), qs[p%len(qs):]...), qs[:p%len(qs)]...)
-						produceConn(ctx, a, rot, inflight, build, m)
-					}(byAddr[a])
+						produceConn(ctx, t.addr, t.qs, inflight, build, m)
+					}()
 				}
 			}
 			wg.Wait()

@@ -86,3 +86,37 @@ func TestProduceConnCountsWhatWasStored(t *testing.T) {
 		})
 	}
 }
+
+// The producers with one request in flight, driven by one epoll loop:
+// every answer counted once, and exactly what was counted stored.
+func TestEpollProducersCountWhatWasStored(t *testing.T) {
+	b := startBenchBroker(t)
+	topic := "BenchEpoll"
+	body := []byte("0123456789")
+	qs := []queueRef{{addr: b.Addr(), queueID: 0}, {addr: b.Addr(), queueID: 1}}
+	build := func(sb *sendBuilder, q queueRef, now time.Time) (*remoting.Command, int, int) {
+		return sb.build(topic, q.queueID, body, 1, remoting.SerializeRocketMQ, now), 1, len(body)
+	}
+	var targets []epollTarget
+	for range 5 {
+		targets = append(targets, epollTarget{addr: b.Addr(), qs: qs})
+	}
+	m := newMeter()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	epollProducers(ctx, targets, build, m)
+	cancel()
+	s := m.summary()
+	if s.OK == 0 || s.Errors != 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	var stored int64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		stored = b.Store().MaxOffsetInQueue(topic, 0) + b.Store().MaxOffsetInQueue(topic, 1)
+		if stored >= s.OK {
+			break
+		}
+	}
+	if stored != s.OK {
+		t.Fatalf("counted %d messages, the broker stored %d", s.OK, stored)
+	}
+}
