@@ -371,7 +371,12 @@ spool_run() {
 		fi
 		stop_pid "$sampler"
 		rss=$(awk 'BEGIN{a=0; f=0} {if ($1>a) a=$1; if ($2>f) f=$2} END{printf "%.0f\t%.0f", a/1024, f/1024}' "$WORK/rss.samples")
-		printf '%s\t%s\t%.0f\t%s\n' "$wl" "$run" "$(awk -v i="$idle" 'BEGIN{print i/1024}')" "$rss" >>"$RSS"
+		# What stays resident once the load is over: ten seconds after
+		# the drain's last receipt.
+		sleep 10
+		local after
+		after=$(awk '/^RssAnon:/{printf "%.0f", $2/1024}' "/proc/$SRV_PID/status")
+		printf '%s\t%s\t%.0f\t%s\t%s\n' "$wl" "$run" "$(awk -v i="$idle" 'BEGIN{print i/1024}')" "$rss" "$after" >>"$RSS"
 	fi
 	stop_server
 }
@@ -704,9 +709,9 @@ print_table
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -s "$RSS" ]; then
 	echo
-	echo "== Spool resident memory in S4 (MiB; idle RssAnon before the run, peak RssAnon and RssFile during produce+drain)"
-	printf '%-17s %4s %12s %12s %12s\n' workload run idleRssAnon peakRssAnon peakRssFile
-	awk -F'\t' '{printf "%-17s %4s %12s %12s %12s\n", $1, $2, $3, $4, $5}' "$RSS"
+	echo "== Spool resident memory in S4 (MiB; idle RssAnon before the run, peak RssAnon and RssFile during produce+drain, RssAnon 10 s after the drain)"
+	printf '%-17s %4s %12s %12s %12s %12s\n' workload run idleRssAnon peakRssAnon peakRssFile afterRssAnon
+	awk -F'\t' '{printf "%-17s %4s %12s %12s %12s %12s\n", $1, $2, $3, $4, $5, $6}' "$RSS"
 fi
 if [ -s "$JAVA_RES" ]; then
 	echo

@@ -239,9 +239,21 @@ func slowFsyncReplication(t *testing.T) replFigures {
 	// One send first, with a generous timeout: in sync by the master's
 	// figures, the slave may not have reported yet, and on a loaded
 	// machine the first answers wait seconds for that report.
-	wctx, wcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	warm := runSends(wctx, sendLoad{Addr: r.addr(), Topic: topic, Queues: queues, Conns: 1, Inflight: 1, Size: 1024, Timeout: 30 * time.Second}, 35*time.Second)
-	wcancel()
+	// A warm-up with an answer other than SEND_OK (a slave report that
+	// outlasted the master's wait on a starved machine: the race detector
+	// with every unit package in parallel) is run once more; the second
+	// must be clean. Its stored sends count in the nothing-lost check.
+	warmUp := func() loadResult {
+		wctx, wcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer wcancel()
+		return runSends(wctx, sendLoad{Addr: r.addr(), Topic: topic, Queues: queues, Conns: 1, Inflight: 1, Size: 1024, Timeout: 30 * time.Second}, 35*time.Second)
+	}
+	warm := warmUp()
+	var warmDiscarded loadResult
+	if warm.OK == 0 || warm.OK != warm.Sent {
+		t.Logf("warm-up not all answered SEND_OK, run again: %s", warm.describe())
+		warmDiscarded, warm = warm, warmUp()
+	}
 	if warm.OK == 0 || warm.OK != warm.Sent {
 		t.Fatalf("warm-up sends not all answered SEND_OK: %s", warm.describe())
 	}
@@ -335,10 +347,15 @@ func slowFsyncReplication(t *testing.T) replFigures {
 	if n := scensus.count(""); n == 0 {
 		t.Errorf("no slave sync ran during the fault window")
 	}
-	// A discarded baseline's OK and timeout answers were stored; its
-	// client timeouts may have been.
-	want := warm.OK + base.OK + slow.OK + discarded.OK + discarded.SlaveTO + discarded.FlushTO
-	if got, most := r.stored(topic, queues), want+discarded.ClientTO+discarded.OtherErrors; got < want || got > most {
+	// A discarded baseline's or warm-up's OK and timeout answers were
+	// stored; their client timeouts may have been.
+	want := warm.OK + base.OK + slow.OK
+	most := want
+	for _, d := range []loadResult{discarded, warmDiscarded} {
+		want += d.OK + d.SlaveTO + d.FlushTO
+		most += d.OK + d.SlaveTO + d.FlushTO + d.ClientTO + d.OtherErrors
+	}
+	if got := r.stored(topic, queues); got < want || got > most {
 		t.Errorf("nothing lost on the master: consume queues hold %d messages, %d sends were answered OK (up to %d with the discarded baseline's unanswered)", got, want, most)
 	}
 	// The slave's consume queues end equal to the master's.
