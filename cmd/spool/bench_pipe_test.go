@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -14,30 +12,33 @@ import (
 // startBenchBroker runs a broker without name servers on a fresh store.
 func startBenchBroker(t *testing.T) *broker.Broker {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f := &serveFlags{store: t.TempDir(), listen: "127.0.0.1:0"}
-	props, err := loadProps(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc, sc, cfgFile, err := brokerConfigs(f, props, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc.NamesrvAddr = ""
-	b, err := broker.New(bc, broker.Options{StoreConfig: sc, ConfigFile: cfgFile, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
+	b := startServeBroker(t, &serveFlags{store: t.TempDir(), listen: "127.0.0.1:0"})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = b.Shutdown(ctx)
 	})
 	return b
+}
+
+// checkStored waits for the consume queues of qs (they follow the
+// CommitLog asynchronously) and fails unless they hold exactly counted
+// messages of topic.
+func checkStored(t *testing.T, b *broker.Broker, topic string, qs []queueRef, counted int64) {
+	t.Helper()
+	var stored int64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		stored = 0
+		for _, q := range qs {
+			stored += b.Store().MaxOffsetInQueue(topic, int32(q.queueID))
+		}
+		if stored >= counted {
+			break
+		}
+	}
+	if stored != counted {
+		t.Fatalf("counted %d messages, the broker stored %d", counted, stored)
+	}
 }
 
 // The producer's connections, one request in flight and many: every
@@ -69,20 +70,7 @@ func TestProduceConnCountsWhatWasStored(t *testing.T) {
 			if s.OK == 0 || s.Errors != 0 {
 				t.Fatalf("summary %+v", s)
 			}
-			// The consume queues follow the CommitLog asynchronously.
-			var stored int64
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				stored = 0
-				for _, q := range qs {
-					stored += b.Store().MaxOffsetInQueue(topic, int32(q.queueID))
-				}
-				if stored >= s.OK {
-					break
-				}
-			}
-			if stored != s.OK {
-				t.Fatalf("counted %d messages, the broker stored %d", s.OK, stored)
-			}
+			checkStored(t, b, topic, qs, s.OK)
 		})
 	}
 }
@@ -109,14 +97,5 @@ func TestEpollProducersCountWhatWasStored(t *testing.T) {
 	if s.OK == 0 || s.Errors != 0 {
 		t.Fatalf("summary %+v", s)
 	}
-	var stored int64
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		stored = b.Store().MaxOffsetInQueue(topic, 0) + b.Store().MaxOffsetInQueue(topic, 1)
-		if stored >= s.OK {
-			break
-		}
-	}
-	if stored != s.OK {
-		t.Fatalf("counted %d messages, the broker stored %d", s.OK, stored)
-	}
+	checkStored(t, b, topic, qs, s.OK)
 }

@@ -18,6 +18,23 @@ import (
 // with UPDATE_BROKER_CONFIG and shuts it down.
 func runAndUpdate(t *testing.T, f *serveFlags, update string) {
 	t.Helper()
+	b := startServeBroker(t, f)
+	cli := transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second})
+	defer cli.Close()
+	if _, err := call(cli, b.Addr(), remoting.NewRequest(remoting.UpdateBrokerConfig, nil, []byte(update))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startServeBroker starts a broker, without a name server, configured
+// from f as the serving commands configure it.
+func startServeBroker(t *testing.T, f *serveFlags) *broker.Broker {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	props, err := loadProps(f)
 	if err != nil {
@@ -35,16 +52,7 @@ func runAndUpdate(t *testing.T, f *serveFlags, update string) {
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	cli := transport.NewClient(transport.ClientConfig{DialTimeout: 3 * time.Second})
-	defer cli.Close()
-	if _, err := call(cli, b.Addr(), remoting.NewRequest(remoting.UpdateBrokerConfig, nil, []byte(update))); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := b.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	return b
 }
 
 func reload(t *testing.T, f *serveFlags) (broker.Config, int, int) {

@@ -525,13 +525,23 @@ func (c *Conn) writeDirect(it outItem) error {
 	if err == nil {
 		err = c.bw.Flush()
 	}
+	c.doneWriting(err, nil)
+	return nil // on an error the connection is gone; calls waiting on it fail
+}
+
+// doneWriting gives up the writer role taken for a direct write, leaving
+// tail (what the socket did not take) to the writer goroutine: an error
+// closes the connection, and the writer goroutine is woken when something
+// queued meanwhile or a tail is left.
+func (c *Conn) doneWriting(err error, tail []byte) {
 	c.wmu.Lock()
 	c.writing = false
-	pending := len(c.wq) > 0
+	c.tail = tail
+	pending := len(c.wq) > 0 || c.tail != nil
 	c.wmu.Unlock()
 	if err != nil {
 		c.closeWith(err)
-		return nil // the connection is gone; calls waiting on it fail
+		return
 	}
 	if pending {
 		select {
@@ -539,7 +549,6 @@ func (c *Conn) writeDirect(it outItem) error {
 		default:
 		}
 	}
-	return nil
 }
 
 // directWriteMax bounds the frames writeNow encodes and writes itself;
@@ -575,22 +584,8 @@ func (c *Conn) writeNow(it outItem) error {
 		tail = append([]byte(nil), frame[n:]...)
 	}
 	c.trimScratch()
-	c.wmu.Lock()
-	c.writing = false
-	c.tail = tail
-	pending := len(c.wq) > 0 || c.tail != nil
-	c.wmu.Unlock()
-	if err != nil {
-		c.closeWith(err)
-		return nil // the connection is gone; calls waiting on it fail
-	}
-	if pending {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-	}
-	return nil
+	c.doneWriting(err, tail)
+	return nil // on an error the connection is gone; calls waiting on it fail
 }
 
 // encodeFrame encodes it's whole frame into c.scratch (the writer

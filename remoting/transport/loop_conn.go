@@ -14,36 +14,41 @@ import (
 // loopQueue queues it from the loop goroutine: it is written after the
 // pass, with the other answers the pass gives this connection.
 func (c *Conn) loopQueue(it outItem) error {
-	c.wmu.Lock()
-	if c.wclosed {
-		c.wmu.Unlock()
-		return ErrConnClosed
+	if _, err := c.loopAppend(it, false); err != nil {
+		return err
 	}
-	c.wq = append(c.wq, it)
-	c.queued.Add(1)
-	c.wmu.Unlock()
 	if lc := c.lp; lc.dirty.CompareAndSwap(false, true) {
 		lc.run.queueDirty(c)
 	}
 	return nil
 }
 
+// loopAppend adds it to the write queue; with mayTake it also takes the
+// writer role when it is free and the socket has room (take: the caller
+// writes).
+func (c *Conn) loopAppend(it outItem, mayTake bool) (take bool, err error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wclosed {
+		return false, ErrConnClosed
+	}
+	c.wq = append(c.wq, it)
+	c.queued.Add(1)
+	if mayTake && !c.writing && !c.lp.blocked {
+		c.writing = true
+		return true, nil
+	}
+	return false, nil
+}
+
 // loopSend queues it from any goroutine and writes at once, unless another
 // goroutine is writing (it writes this too) or the socket is full (the
 // loop writes it when there is room).
 func (c *Conn) loopSend(it outItem) error {
-	c.wmu.Lock()
-	if c.wclosed {
-		c.wmu.Unlock()
-		return ErrConnClosed
+	take, err := c.loopAppend(it, true)
+	if err != nil {
+		return err
 	}
-	c.wq = append(c.wq, it)
-	c.queued.Add(1)
-	take := !c.writing && !c.lp.blocked
-	if take {
-		c.writing = true
-	}
-	c.wmu.Unlock()
 	if take {
 		c.loopFlush()
 	}
