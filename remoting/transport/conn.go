@@ -514,19 +514,28 @@ func (c *Conn) releaseBatch(batch []outItem) {
 // is writing, saving the hand-off to the writer goroutine; otherwise it
 // queues it.
 func (c *Conn) writeDirect(it outItem) error {
-	c.wmu.Lock()
-	if c.wclosed || c.writing || len(c.wq) > 0 || c.tail != nil {
-		c.wmu.Unlock()
+	if !c.takeWriter() {
 		return c.enqueue(it)
 	}
-	c.writing = true
-	c.wmu.Unlock()
 	err := c.writeItem(it)
 	if err == nil {
 		err = c.bw.Flush()
 	}
 	c.doneWriting(err, nil)
 	return nil // on an error the connection is gone; calls waiting on it fail
+}
+
+// takeWriter takes the writer role for a direct write when it is free and
+// nothing waits for the writer goroutine (queued items, a tail); false:
+// the item is to be queued.
+func (c *Conn) takeWriter() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wclosed || c.writing || len(c.wq) > 0 || c.tail != nil {
+		return false
+	}
+	c.writing = true
+	return true
 }
 
 // doneWriting gives up the writer role taken for a direct write, leaving
@@ -570,13 +579,9 @@ func (c *Conn) writeNow(it outItem) error {
 	if c.raw == nil || len(it.cmd.Body)+piecesLen(it.pieces) > directWriteMax {
 		return c.enqueue(it)
 	}
-	c.wmu.Lock()
-	if c.wclosed || c.writing || len(c.wq) > 0 || c.tail != nil {
-		c.wmu.Unlock()
+	if !c.takeWriter() {
 		return c.enqueue(it)
 	}
-	c.writing = true
-	c.wmu.Unlock()
 	frame := c.encodeFrame(it)
 	n, err := c.writeNonblocking(frame)
 	var tail []byte

@@ -381,19 +381,11 @@ func (s *Server) serveLoopFD(from *loopRun, fd int, local, remote net.Addr) {
 	l := s.loops[s.nextLoop%len(s.loops)]
 	s.nextLoop++
 	c := newLoopConn(l, fd, local, remote, s.connConfig())
-	if s.limited() {
-		c.ipKey = sourceIP(remote)
-		if c.refusal = s.admitLocked(c.ipKey); c.refusal != "" && s.refusing >= maxRefusing {
-			s.mu.Unlock()
-			unix.Close(fd)
-			return
-		} else if c.refusal != "" {
-			s.refusing++
-		} else {
-			s.perIP[c.ipKey]++
-		}
+	if !s.registerLocked(c, remote) {
+		s.mu.Unlock()
+		unix.Close(fd)
+		return
 	}
-	s.conns[c.ID()] = c
 	s.mu.Unlock()
 	s.logger.Debug("remoting: connection accepted", "conn", c.ID(), "remote", remote.String(), "loop", true)
 	if c.refusal != "" {
@@ -446,6 +438,25 @@ func (s *Server) acceptLoop(ln net.Listener) {
 	}
 }
 
+// registerLocked admits c from remote (a refused connection is kept to
+// be told why, counted) and adds it to the server's connections; false
+// when too many wait for their refusal already and c is to be closed at
+// once. s.mu is held.
+func (s *Server) registerLocked(c *Conn, remote net.Addr) bool {
+	if s.limited() {
+		c.ipKey = sourceIP(remote)
+		if c.refusal = s.admitLocked(c.ipKey); c.refusal != "" && s.refusing >= maxRefusing {
+			return false
+		} else if c.refusal != "" {
+			s.refusing++
+		} else {
+			s.perIP[c.ipKey]++
+		}
+	}
+	s.conns[c.ID()] = c
+	return true
+}
+
 func (s *Server) serve(nc net.Conn) {
 	c := newConn(nc, s.connConfig())
 	s.mu.Lock()
@@ -454,20 +465,11 @@ func (s *Server) serve(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	if s.limited() {
-		c.ipKey = sourceIP(nc.RemoteAddr())
-		if c.refusal = s.admitLocked(c.ipKey); c.refusal != "" && s.refusing >= maxRefusing {
-			// Too many waiting for their refusal already: close at once.
-			s.mu.Unlock()
-			nc.Close()
-			return
-		} else if c.refusal != "" {
-			s.refusing++
-		} else {
-			s.perIP[c.ipKey]++
-		}
+	if !s.registerLocked(c, nc.RemoteAddr()) {
+		s.mu.Unlock()
+		nc.Close()
+		return
 	}
-	s.conns[c.ID()] = c
 	s.mu.Unlock()
 	s.logger.Debug("remoting: connection accepted", "conn", c.ID(), "remote", nc.RemoteAddr().String())
 	if c.refusal != "" {
