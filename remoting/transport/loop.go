@@ -517,9 +517,15 @@ func (r *loopRun) takeRequests() bool {
 	if !l.wakePending.Load() {
 		return false
 	}
+	// Drain the eventfd before clearing the flag: a post after the
+	// clearing writes it again (the next epoll_wait returns at once), and
+	// one before it is in the queue taken below. The other order lost a
+	// wake-up: a write between the clearing and the drain was drained
+	// with the flag left set, so later posts wrote nothing and a loop
+	// without a timeout slept with requests queued.
 	var drain [8]byte
-	l.wakePending.Store(false)
 	_, _ = rawRead(l.wakefd, drain[:])
+	l.wakePending.Store(false)
 	l.mu.Lock()
 	reqs := l.reqs
 	l.reqs = l.spare[:0]

@@ -299,3 +299,34 @@ func TestLoopPassHooks(t *testing.T) {
 		t.Fatalf("%d begins, %d ends, %d answers still held", begins, ends, len(held))
 	}
 }
+
+// Requests posted to a loop from several goroutines while it sleeps in
+// epoll_wait are all taken, none left for a later wake-up: a post between
+// the loop clearing its pending flag and draining the eventfd once lost
+// its wake-up, and a loop with no connection slept for good (a server's
+// Close then hung waiting for its listeners to stop).
+func TestLoopTakesEveryPostedRequest(t *testing.T) {
+	srv, _ := startServer(t, ServerConfig{EventLoops: 1}, func(s *Server) {})
+	l := srv.loops[0]
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 5000 {
+				done := make(chan struct{})
+				if !l.post(loopReq{kind: reqBudget, done: done}) {
+					t.Error("the loop stopped")
+					return
+				}
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second): // a hang, not a speed
+					t.Errorf("goroutine %d: request %d not taken after 10 s", g, i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
