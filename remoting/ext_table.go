@@ -124,17 +124,60 @@ func (c *Command) LookupExt(k string) (string, bool) {
 // header's order (so a later duplicate of a key comes later), and returns
 // true; it returns false, calling nothing, when the fields are in the map.
 // A handler reading many fields does so in one pass over the table rather
-// than with a LookupExt per field.
-func (c *Command) RangeExtInline(fn func(k, v string)) bool {
+// than with a LookupExt per field. A value is decoded only when fn asks
+// for it.
+func (c *Command) RangeExtInline(fn func(k string, v ExtValue)) bool {
 	t := c.liveTable()
 	if t == nil {
 		return false
 	}
 	for i := range int(t.n) {
 		e := &t.tab[i]
-		fn(t.src[e.k0:e.k1], t.value(e))
+		fn(t.src[e.k0:e.k1], ExtValue{t: t, e: e})
 	}
 	return true
+}
+
+// ExtValue is the value of one field of a command's inline ext table,
+// not decoded yet (a JSON value written with escapes is unescaped when
+// asked for, which allocates). It is valid while the command's table is.
+type ExtValue struct {
+	t *extTable
+	e *extSpan
+}
+
+// String is the value.
+func (v ExtValue) String() string { return v.t.value(v.e) }
+
+// WithRoomIn is the value and a buffer holding it with room more bytes of
+// capacity, as Command.ExtWithRoomIn gives for a field.
+func (v ExtValue) WithRoomIn(room int, scratch []byte) (string, []byte) {
+	e := v.e
+	buf := roomBuf(scratch, int(e.v1-e.v0)+room)
+	if e.esc {
+		d := jsonDecoder{s: v.t.src}
+		buf, _ = d.appendStr(buf, int(e.v0), int(e.v0)) // validated when read
+	} else {
+		buf = append(buf, v.t.src[e.v0:e.v1]...)
+	}
+	return bufString(buf), buf
+}
+
+// roomBuf is scratch emptied when its capacity holds n bytes, a new
+// buffer of that capacity otherwise.
+func roomBuf(scratch []byte, n int) []byte {
+	if n <= cap(scratch) {
+		return scratch[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// bufString is buf's bytes as a string sharing them.
+func bufString(buf []byte) string {
+	if len(buf) == 0 {
+		return ""
+	}
+	return unsafe.String(&buf[0], len(buf))
 }
 
 // ExtLen is the number of distinct ext fields when they are in the map,
@@ -369,39 +412,19 @@ func (c *Command) ExtWithRoom(k string, room int) (v string, buf []byte, ok bool
 // with memory of its own for the value allocates nothing; v then aliases
 // scratch, which must not be written again below len(buf).
 func (c *Command) ExtWithRoomIn(k string, room int, scratch []byte) (v string, buf []byte, ok bool) {
-	grab := func(n int) []byte {
-		if n <= cap(scratch) {
-			return scratch[:0]
-		}
-		return make([]byte, 0, n)
-	}
 	t := c.liveTable()
 	if t == nil {
 		if v, ok = c.ExtFields[k]; !ok {
 			return "", nil, false
 		}
-		buf = append(grab(len(v)+room), v...)
-	} else {
-		var e *extSpan
-		for i := int(t.n) - 1; i >= 0; i-- {
-			if t.src[t.tab[i].k0:t.tab[i].k1] == k {
-				e = &t.tab[i]
-				break
-			}
-		}
-		if e == nil {
-			return "", nil, false
-		}
-		buf = grab(int(e.v1-e.v0) + room)
-		if e.esc {
-			d := jsonDecoder{s: t.src}
-			buf, _ = d.appendStr(buf, int(e.v0), int(e.v0)) // validated when read
-		} else {
-			buf = append(buf, t.src[e.v0:e.v1]...)
+		buf = append(roomBuf(scratch, len(v)+room), v...)
+		return bufString(buf), buf, true
+	}
+	for i := int(t.n) - 1; i >= 0; i-- {
+		if t.src[t.tab[i].k0:t.tab[i].k1] == k {
+			v, buf = ExtValue{t: t, e: &t.tab[i]}.WithRoomIn(room, scratch)
+			return v, buf, true
 		}
 	}
-	if len(buf) == 0 {
-		return "", buf, true
-	}
-	return unsafe.String(&buf[0], len(buf)), buf, true
+	return "", nil, false
 }

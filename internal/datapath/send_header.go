@@ -62,23 +62,17 @@ type sendHeader struct {
 	batch                 bool
 }
 
-// inlineSendFields reads the send fields of a request whose ext fields
-// are in its inline table, in one pass over it, by their one-letter names
-// (short) or their long names; false when the fields are in the map.
-func inlineSendFields(req *remoting.Command, short bool, vals *[sendFieldCount]string, have *[sendFieldCount]bool) bool {
-	return req.RangeExtInline(func(k, v string) {
-		i := -1
-		if short {
-			if len(k) == 1 && k[0] >= 'a' && k[0] < 'a'+sfBname {
-				i = int(k[0] - 'a')
-			}
-		} else {
-			i = longSendField(k)
-		}
-		if i >= 0 {
-			vals[i], have[i] = v, true
-		}
-	})
+// sendFieldIndex is the index of send field k by its one-letter name
+// (short) or its long name, -1 for another key (bname, which is not read,
+// included).
+func sendFieldIndex(k string, short bool) int {
+	if !short {
+		return longSendField(k)
+	}
+	if len(k) == 1 && k[0] >= 'a' && k[0] < 'a'+sfBname {
+		return int(k[0] - 'a')
+	}
+	return -1
 }
 
 // longSendField is the index of a send field's long name, -1 for another
@@ -157,13 +151,32 @@ func parseSendHeaderIn(req *remoting.Command, now func() int64, h *sendHeader, p
 	var vals [sendFieldCount]string
 	var have [sendFieldCount]bool
 	var propsBuf []byte
-	if !inlineSendFields(req, names == &sendFieldShort, &vals, &have) {
-		for i := range sfBname { // bname is not read
-			vals[i], have[i] = req.LookupExt(names[i])
+	// The properties, with room for the broker's, are decoded once,
+	// straight into their buffer.
+	withRoom := propsRoom > 0
+	var props remoting.ExtValue
+	short := names == &sendFieldShort
+	inline := req.RangeExtInline(func(k string, v remoting.ExtValue) {
+		i := sendFieldIndex(k, short)
+		switch {
+		case i < 0:
+		case i == sfProperties && withRoom:
+			props, have[i] = v, true
+		default:
+			vals[i], have[i] = v.String(), true
 		}
-	}
-	if have[sfProperties] && propsRoom > 0 {
-		vals[sfProperties], propsBuf, _ = req.ExtWithRoomIn(names[sfProperties], propsRoom, scratch)
+	})
+	switch {
+	case !inline:
+		for i := range sfBname { // bname is not read
+			if i == sfProperties && withRoom {
+				vals[i], propsBuf, have[i] = req.ExtWithRoomIn(names[i], propsRoom, scratch)
+			} else {
+				vals[i], have[i] = req.LookupExt(names[i])
+			}
+		}
+	case have[sfProperties] && withRoom:
+		vals[sfProperties], propsBuf = props.WithRoomIn(propsRoom, scratch)
 	}
 	str := func(i int, required bool) string { return r.StrOf(sendFieldNames[i], vals[i], have[i], required) }
 	i32 := func(i int, required bool, def int32) int32 {
