@@ -180,7 +180,7 @@ func (c *Conn) encodeOne(it outItem) {
 	}
 	lc.out.appendCopy(c.scratch)
 	lc.out.appendCopy(cmd.Body)
-	if extra < piecesWritevMin {
+	if extra < loopPiecesRefMin {
 		for _, p := range it.pieces {
 			lc.out.appendCopy(p)
 		}

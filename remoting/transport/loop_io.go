@@ -16,6 +16,10 @@ import (
 // annotations tell the detector that what one goroutine wrote to a socket
 // happened before another read it.
 
+// mergeIovecs lets a writev's iovec cover pieces that lie end to end in
+// memory (outBuf.fillVecs).
+const mergeIovecs = true
+
 // rawRead reads what the socket holds, up to len(p).
 func rawRead(fd int, p []byte) (int, syscall.Errno) {
 	if len(p) == 0 {

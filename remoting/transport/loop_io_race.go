@@ -8,6 +8,10 @@ import "syscall"
 // the detector's annotations for I/O (a write to a socket happens before
 // the read that returns it), which raw system calls would lack.
 
+// mergeIovecs is off: rawWritev turns each iovec back into a slice, which
+// the detector's pointer checks refuse across two allocations.
+const mergeIovecs = false
+
 func rawRead(fd int, p []byte) (int, syscall.Errno) {
 	if len(p) == 0 {
 		return 0, 0

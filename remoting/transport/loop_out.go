@@ -28,9 +28,18 @@ type outSeg struct {
 	rel      outItem
 }
 
+// loopPiecesRefMin is the body size from which an answer's pieces are
+// written in place by a loop connection rather than copied. It is lower
+// than piecesWritevMin: a loop writes each connection's answers with one
+// writev whatever they hold, and pieces that lie end to end in memory (a
+// pull's records read with one pread) share one iovec, so referencing
+// them costs no system call; copying a 32 KiB pull cost more than the
+// pread that read it.
+const loopPiecesRefMin = 8 << 10
+
 // outBuf holds a loop connection's encoded frames that are not written
 // yet: frame headers and small bodies copied into one growing buffer,
-// large bodies (piecesWritevMin and more) referenced where they are and
+// larger bodies (loopPiecesRefMin and more) referenced where they are and
 // released once written. Only the holder of the connection's writer role
 // touches it.
 type outBuf struct {
@@ -103,12 +112,7 @@ func (o *outBuf) writeTo(fd int) (done bool, err syscall.Errno) {
 		if len(o.segs[0].b) == o.n {
 			n, err = rawWrite(fd, o.segs[0].b)
 		} else {
-			o.vecs = o.vecs[:0]
-			for i := 0; i < len(o.segs) && len(o.vecs) < maxIovecs; i++ {
-				if b := o.segs[i].b; len(b) > 0 {
-					o.vecs = append(o.vecs, syscall.Iovec{Base: (*byte)(unsafe.Pointer(&b[0])), Len: uint64(len(b))})
-				}
-			}
+			o.fillVecs(mergeIovecs)
 			n, err = rawWritev(fd, o.vecs)
 			clear(o.vecs)
 		}
@@ -125,6 +129,31 @@ func (o *outBuf) writeTo(fd int) (done bool, err syscall.Errno) {
 	}
 	o.reset()
 	return true, 0
+}
+
+// fillVecs sets vecs to the segments' bytes, at most maxIovecs slices.
+// With merge, a segment that starts where the one before it ends in memory
+// extends its iovec instead of taking one (the segments keep their own
+// slices, so each buffer stays referenced as it is; an iovec may then span
+// two allocations, which only the kernel reads).
+func (o *outBuf) fillVecs(merge bool) {
+	o.vecs = o.vecs[:0]
+	var end uintptr
+	for i := 0; i < len(o.segs); i++ {
+		b := o.segs[i].b
+		if len(b) == 0 {
+			continue
+		}
+		start := uintptr(unsafe.Pointer(&b[0]))
+		if k := len(o.vecs) - 1; merge && k >= 0 && start == end {
+			o.vecs[k].Len += uint64(len(b))
+		} else if len(o.vecs) == maxIovecs {
+			break
+		} else {
+			o.vecs = append(o.vecs, syscall.Iovec{Base: &b[0], Len: uint64(len(b))})
+		}
+		end = start + uintptr(len(b))
+	}
 }
 
 // pop drops n written bytes from the front, releasing the answers whose
