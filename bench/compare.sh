@@ -21,6 +21,13 @@
 #   S4        1 KiB, 4 connections x 256 in flight, then one consumer drains;
 #             Spool also with --batch 32
 #
+# The ceiling system is `spool bench ceiling`: the broker's transport with
+# its default configuration answering every send with SEND_OK and storing
+# nothing, driven by `spool bench produce --broker` in both serializations.
+# Its rows (S1, S2, S2b, S4 and S4 batch32; S3 would be S2 again) are what
+# the transport, the codecs and the load generator allow on the machine,
+# and their json/it and rmq/it columns are Spool's share of that ceiling.
+#
 # Every Spool row runs twice, with JSON and with ROCKETMQ (binary) request
 # headers (`spool bench produce --serialize`), shown in the ser column; the
 # drains (`spool bench consume`) use JSON headers and run after the JSON
@@ -45,14 +52,15 @@
 # Usage: bench/compare.sh [--quick] [--only S1,S3] [--systems spool] [--runs N] [--duration SECS]
 #   --quick         one run each, 3 s per run (smoke test)
 #   --only LIST     comma-separated workloads (default S1,S2,S2b,Sjava,S3,S4)
-#   --systems LIST  comma-separated systems (default spool,nats,redis); the
-#                   peers' tools are installed only when they are selected
+#   --systems LIST  comma-separated systems (default spool,nats,redis,ceiling);
+#                   the peers' tools are installed only when they are selected
 #   --log FILE      keep every tool's raw output there (the scratch directory,
 #                   and everything else in it, is deleted at exit)
 # Environment: COMPARE_DIR (parent of the scratch directory, default /var/tmp),
 #   INSTALL_TIMEOUT (seconds per install step, default 900),
 #   COMPARE_SPOOL_NAMESRV_PORT, COMPARE_SPOOL_BROKER_PORT, COMPARE_NATS_PORT,
-#   COMPARE_REDIS_PORT (loopback ports, default 19876, 19911, 14222, 16379),
+#   COMPARE_REDIS_PORT, COMPARE_CEILING_PORT (loopback ports, default 19876,
+#   19911, 14222, 16379, 19915),
 #   NATS_SERVER_VERSION, NATSCLI_VERSION,
 #   ROCKETMQ_JAVA_VERSION (default 5.3.1), COMPARE_MAVEN_REPO (Maven local
 #   repository, default the scratch directory's m2, so every run resolves
@@ -69,7 +77,7 @@ MAVEN_DEPENDENCY_PLUGIN=3.6.1
 RUNS=3
 DUR=10
 ONLY="S1,S2,S2b,Sjava,S3,S4"
-SYSTEMS="spool,nats,redis"
+SYSTEMS="spool,nats,redis,ceiling"
 QUICK=0
 KEEP_LOG=
 while [ $# -gt 0 ]; do
@@ -94,7 +102,7 @@ fi
 # selected LIST ITEM: whether ITEM is in the comma-separated LIST.
 selected() { case ",$1," in *",$2,"*) return 0 ;; esac; return 1; }
 for sys in ${SYSTEMS//,/ }; do
-	case "$sys" in spool | nats | redis) ;; *) echo "unknown system $sys (spool, nats, redis)" >&2; exit 2 ;; esac
+	case "$sys" in spool | nats | redis | ceiling) ;; *) echo "unknown system $sys (spool, nats, redis, ceiling)" >&2; exit 2 ;; esac
 done
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -116,6 +124,7 @@ SP_NS=${COMPARE_SPOOL_NAMESRV_PORT:-19876}
 SP_BR=${COMPARE_SPOOL_BROKER_PORT:-19911}
 NATS_PORT=${COMPARE_NATS_PORT:-14222}
 REDIS_PORT=${COMPARE_REDIS_PORT:-16379}
+CEIL_PORT=${COMPARE_CEILING_PORT:-19915}
 CLK_TCK=$(getconf CLK_TCK)
 
 PIDS=()
@@ -527,6 +536,41 @@ attempt() { # LABEL CMD...
 	shift
 	"$@" || FAILED+=("$label")
 }
+# ceiling_run WL RUN SIZE PRODUCERS INFLIGHT BATCH SERIALIZE: spool bench
+# produce --broker against spool bench ceiling, started afresh.
+ceiling_run() {
+	local wl=$1 run=$2 size=$3 prod=$4 infl=$5 batch=$6 ser=$7 out tf=$WORK/time c0 c1 pid
+	"$BIN/spool" bench ceiling --listen "127.0.0.1:$CEIL_PORT" >"$WORK/ceiling.out" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	for _ in $(seq 100); do
+		grep -q '^ceiling responder on' "$WORK/ceiling.out" 2>/dev/null && break
+		sleep 0.1
+	done
+	grep -q '^ceiling responder on' "$WORK/ceiling.out" || { say "  spool bench ceiling did not start: $(tail -2 "$WORK/ceiling.out")"; stop_pid "$pid"; forget_pid "$pid"; return 1; }
+	c0=$(cpu_of "$pid")
+	out=$(/usr/bin/time -f '%U %S' -o "$tf" "$BIN/spool" bench produce --broker "127.0.0.1:$CEIL_PORT" \
+		--size "$size" --producers "$prod" --inflight "$infl" --batch "$batch" --serialize "$ser" \
+		--duration "${DUR}s" --json 2>>"$LOG" | tail -1) || { say "  spool bench produce --broker failed"; stop_pid "$pid"; forget_pid "$pid"; return 1; }
+	c1=$(cpu_of "$pid")
+	stop_pid "$pid"
+	forget_pid "$pid"
+	echo "ceiling $wl $ser run $run: $out" >>"$LOG"
+	local rate
+	rate=$(jget msgs_per_sec <<<"$out")
+	[ -n "$rate" ] || { say "  no summary from spool bench: $out"; return 1; }
+	record "$wl" ceiling "$ser" "$run" "$rate" "$(awk -v r="$rate" -v s="$size" 'BEGIN{printf "%.1f", r*s/1e6}')" \
+		"$(jget p50_us <<<"$out")" "$(jget p99_us <<<"$out")" "$(gen_cpu "$tf")" "$(fsub "$c1" "$c0")" "$(jget ok <<<"$out")" "$(jget errors <<<"$out")"
+	say "  ceiling $wl $ser: $(printf '%.0f' "$rate") msg/s"
+}
+# ceiling_both LABEL WL RUN SIZE PRODUCERS INFLIGHT BATCH: ceiling_run in
+# both serializations.
+ceiling_both() {
+	local label=$1 wl=$2 run=$3 size=$4 prod=$5 infl=$6 batch=$7
+	selected "$SYSTEMS" ceiling || return 0
+	attempt "ceiling $label json #$run" ceiling_run "$wl" "$run" "$size" "$prod" "$infl" "$batch" json
+	attempt "ceiling $label rocketmq #$run" ceiling_run "$wl" "$run" "$size" "$prod" "$infl" "$batch" rocketmq
+}
 # spool_both LABEL WL RUN SIZE PRODUCERS INFLIGHT BATCH FLUSH DRAIN: spool_run
 # with JSON headers, then with ROCKETMQ headers (without the drain, whose
 # spool bench consume speaks JSON).
@@ -564,16 +608,19 @@ workload() { # WL
 			spool_both S1 S1 "$run" 128 1 1 1 ASYNC_FLUSH 0
 			peer nats "S1 #$run" nats_run S1 "$run" 128 1 sync 1 default 0
 			peer redis "S1 #$run" redis_run S1 "$run" 128 1 1 everysec 0
+			ceiling_both S1 S1 "$run" 128 1 1 1
 			;;
 		S2)
 			spool_both S2 S2 "$run" 128 64 1 1 ASYNC_FLUSH 0
 			peer nats "S2 #$run" nats_run S2 "$run" 128 64 sync 1 default 0
 			peer redis "S2 #$run" redis_run S2 "$run" 128 64 1 everysec 0
+			ceiling_both S2 S2 "$run" 128 64 1 1
 			;;
 		S2b)
 			spool_both S2b S2b "$run" 128 1 64 1 ASYNC_FLUSH 0
 			peer nats "S2b #$run" nats_run S2b "$run" 128 1 async 64 default 0
 			peer redis "S2b #$run" redis_run S2b "$run" 128 1 64 everysec 0
+			ceiling_both S2b S2b "$run" 128 1 64 1
 			;;
 		Sjava)
 			attempt "java Sjava JSON #$run" java_run Sjava "$run" JSON
@@ -589,6 +636,8 @@ workload() { # WL
 			spool_both S4b32 "S4 batch32" "$run" 1024 4 256 32 ASYNC_FLUSH 1
 			peer nats "S4 #$run" nats_run S4 "$run" 1024 4 async 256 default 1
 			peer redis "S4 #$run" redis_run S4 "$run" 1024 4 256 everysec 1
+			ceiling_both S4 S4 "$run" 1024 4 256 1
+			ceiling_both S4b32 "S4 batch32" "$run" 1024 4 256 32
 			;;
 		*) say "unknown workload $wl"; FAILED+=("$wl"); return ;;
 		esac
@@ -622,15 +671,20 @@ print_table() {
 		val[key, c, 13] = ($11 > 0) ? $10 / $11 * 1e6 : "-"
 	}
 	END {
-		printf "%-17s %-6s %-8s %4s %-26s %8s %8s %8s %7s %7s %8s %9s %5s\n", "workload", "system", "ser", "runs", "msg/s median [min-max]", "MB/s", "p50 us", "p99 us", "json/it", "rmq/it", "gen CPUs", "srv CPUs/1M", "errs"
+		printf "%-17s %-7s %-8s %4s %-26s %8s %8s %8s %7s %7s %8s %9s %5s\n", "workload", "system", "ser", "runs", "msg/s median [min-max]", "MB/s", "p50 us", "p99 us", "json/it", "rmq/it", "gen CPUs", "srv CPUs/1M", "errs"
 		for (k = 1; k <= nk; k++) {
 			key = order[k]
 			m = stat(key, 5); rng = sprintf("%s [%s-%s]", fmt(m), fmt(lo), fmt(hi))
 			mb = stat(key, 6); p50 = stat(key, 7); p99 = stat(key, 8); gc = stat(key, 9); sc = stat(key, 13)
 			e = 0; for (i = 1; i <= cnt[key]; i++) e += val[key, i, 12]
 			rj = rr = "-"
-			if (sys[k] != "spool") { rj = ratio(wl[k], "json", m); rr = ratio(wl[k], "rocketmq", m) }
-			printf "%-17s %-6s %-8s %4d %-26s %8.1f %8s %8s %7s %7s %8.2f %11s %5d\n", wl[k], sys[k], ser[k], cnt[key], rng, mb,
+			# A peer row against both Spool rows; a ceiling row (one
+			# serialization) against the Spool row of the same one.
+			if (sys[k] != "spool") {
+				if (ser[k] != "rocketmq") rj = ratio(wl[k], "json", m)
+				if (ser[k] != "json") rr = ratio(wl[k], "rocketmq", m)
+			}
+			printf "%-17s %-7s %-8s %4d %-26s %8.1f %8s %8s %7s %7s %8.2f %11s %5d\n", wl[k], sys[k], ser[k], cnt[key], rng, mb,
 				(p50 == "-" ? "-" : sprintf("%.0f", p50)), (p99 == "-" ? "-" : sprintf("%.0f", p99)), rj, rr, gc,
 				(sc == "-" ? "-" : sprintf("%.2f", sc)), e
 		}
@@ -689,6 +743,7 @@ ports=()
 selected "$SYSTEMS" spool && ports+=("$SP_NS" "$SP_BR" $((SP_BR - 2)))
 selected "$SYSTEMS" nats && ports+=("$NATS_PORT")
 selected "$SYSTEMS" redis && ports+=("$REDIS_PORT")
+selected "$SYSTEMS" ceiling && ports+=("$CEIL_PORT")
 for port in "${ports[@]}"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 		echo "port $port on 127.0.0.1 is in use; choose others with the COMPARE_*_PORT variables" >&2

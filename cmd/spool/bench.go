@@ -19,11 +19,12 @@ import (
 	"github.com/spoolmq/spool/internal/systopic"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
 )
 
 func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "load generator speaking the remoting protocol"}
-	cmd.AddCommand(benchProduceCmd(), benchConsumeCmd())
+	cmd.AddCommand(benchProduceCmd(), benchConsumeCmd(), benchCeilingCmd())
 	addBenchSecurityFlags(cmd)
 	return cmd
 }
@@ -137,9 +138,52 @@ func cpuSeconds() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
+// produceQueues lists the queues a produce run sends to: the topic's
+// writable queues from the name servers (the topic created with queues
+// queues when missing), or with direct queues 0..queues-1 of that one
+// broker address.
+func produceQueues(admin *transport.Client, namesrv, direct, topic string, queues int) ([]queueRef, error) {
+	if direct != "" {
+		if queues < 1 {
+			return nil, errors.New("--queues must be >= 1")
+		}
+		qs := make([]queueRef, queues)
+		for i := range qs {
+			qs[i] = queueRef{brokerName: direct, addr: direct, queueID: i}
+		}
+		return qs, nil
+	}
+	ns := splitNamesrv(namesrv)
+	r, found, err := lookupRoute(admin, ns, topic)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		if err := createTopic(admin, ns, topic, queues, 6); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", topic, err)
+		}
+		for i := 0; i < 50 && !found; i++ {
+			time.Sleep(100 * time.Millisecond)
+			r, found, err = lookupRoute(admin, ns, topic)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("topic %s has no route after creating it", topic)
+		}
+	}
+	qs := r.writeQueues()
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("topic %s has no writable queue", topic)
+	}
+	return qs, nil
+}
+
 func benchProduceCmd() *cobra.Command {
 	var (
 		namesrv, topic, serialize string
+		direct                    string
 		size, producers, inflight int
 		batch, queues             int
 		duration, memoryAfter     time.Duration
@@ -149,11 +193,14 @@ func benchProduceCmd() *cobra.Command {
 		Use:   "produce",
 		Short: "send messages as fast as the broker answers",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if namesrv == "" {
+			if namesrv == "" && direct == "" {
 				namesrv = os.Getenv("NAMESRV_ADDR")
 			}
-			if namesrv == "" {
-				return errors.New("give -n NAMESRV_ADDR")
+			if namesrv == "" && direct == "" {
+				return errors.New("give -n NAMESRV_ADDR (or --broker ADDR)")
+			}
+			if namesrv != "" && direct != "" {
+				return errors.New("give -n or --broker, not both")
 			}
 			if size < 0 || producers < 1 || inflight < 1 || batch < 1 {
 				return errors.New("--size must be >= 0 and --producers, --inflight, --batch >= 1")
@@ -166,31 +213,11 @@ func benchProduceCmd() *cobra.Command {
 			default:
 				return fmt.Errorf("--serialize %q: want json or rocketmq", serialize)
 			}
-			ns := splitNamesrv(namesrv)
 			admin := benchClient(remoting.SerializeJSON)
 			defer admin.Close()
-			r, found, err := lookupRoute(admin, ns, topic)
+			qs, err := produceQueues(admin, namesrv, direct, topic, queues)
 			if err != nil {
 				return err
-			}
-			if !found {
-				if err := createTopic(admin, ns, topic, queues, 6); err != nil {
-					return fmt.Errorf("creating %s: %w", topic, err)
-				}
-				for i := 0; i < 50 && !found; i++ {
-					time.Sleep(100 * time.Millisecond)
-					r, found, err = lookupRoute(admin, ns, topic)
-					if err != nil {
-						return err
-					}
-				}
-				if !found {
-					return fmt.Errorf("topic %s has no route after creating it", topic)
-				}
-			}
-			qs := r.writeQueues()
-			if len(qs) == 0 {
-				return fmt.Errorf("topic %s has no writable queue", topic)
 			}
 			body := make([]byte, size)
 			for i := range body {
@@ -236,13 +263,16 @@ func benchProduceCmd() *cobra.Command {
 			}
 			wg.Wait()
 			sum := m.summary()
-			sum.BrokerMemory = benchMemory(admin, brokerAddrs(qs), memoryAfter)
+			if direct == "" {
+				sum.BrokerMemory = benchMemory(admin, brokerAddrs(qs), memoryAfter)
+			}
 			printSummary(sum, asJSON)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&namesrv, "namesrv", "n", "", "name server address(es), ';'-separated (default $NAMESRV_ADDR)")
 	cmd.Flags().DurationVar(&memoryAfter, "memory-after", 0, "read the brokers' memory (rssAnon, heapInuse) again this long after the load (0: right after only)")
+	cmd.Flags().StringVar(&direct, "broker", "", "send to this broker address directly, to --queues queues of the topic, without a name server (no topic creation, no memory reading; `spool bench ceiling` answers there)")
 	cmd.Flags().StringVar(&topic, "topic", "BenchmarkTest", "topic (created with --queues queues when missing)")
 	cmd.Flags().IntVar(&size, "size", 128, "message body size in bytes")
 	cmd.Flags().IntVar(&producers, "producers", 64, "connections")
