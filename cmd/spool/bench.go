@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -298,6 +299,8 @@ type sendBuilder struct {
 	qidS  string
 	ms    int64
 	msS   string
+	// batchBuf holds the last batch body (framed before the next build).
+	batchBuf []byte
 }
 
 func (b *sendBuilder) build(topic string, queueID int, body []byte, batch int, ser remoting.SerializeType, now time.Time) *remoting.Command {
@@ -319,7 +322,8 @@ func (b *sendBuilder) build(topic string, queueID int, body []byte, batch int, s
 	if batch > 1 {
 		b.req.Code = remoting.SendBatchMessage
 		b.ext["m"] = "true"
-		b.req.Body = encodeBatch(body, batch)
+		b.batchBuf = encodeBatch(b.batchBuf[:0], body, batch)
+		b.req.Body = b.batchBuf
 		return &b.req
 	}
 	// The properties of a message with only a UNIQ_KEY, as
@@ -328,21 +332,30 @@ func (b *sendBuilder) build(topic string, queueID int, body []byte, batch int, s
 	return &b.req
 }
 
-// encodeBatch builds a SEND_BATCH_MESSAGE body of n copies of body, each
-// with its own UNIQ_KEY.
-func encodeBatch(body []byte, n int) []byte {
-	var out []byte
+// encodeBatch appends to dst a SEND_BATCH_MESSAGE body of n copies of
+// body, each with its own UNIQ_KEY (its properties as
+// message.EncodeProperties writes a single one). The caller may reuse dst
+// once the request is framed.
+func encodeBatch(dst, body []byte, n int) []byte {
+	key := message.PropertyUniqClientMessageIDKeyIdx
 	for i := 0; i < n; i++ {
-		props := message.EncodeProperties(map[string]string{message.PropertyUniqClientMessageIDKeyIdx: message.NewUniqID()})
-		total := 4 + 4 + 4 + 4 + 4 + len(body) + 2 + len(props)
-		out = binary.BigEndian.AppendUint32(out, uint32(total))
-		out = binary.BigEndian.AppendUint32(out, 0) // magic
-		out = binary.BigEndian.AppendUint32(out, 0) // body crc
-		out = binary.BigEndian.AppendUint32(out, 0) // flag
-		out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
-		out = append(out, body...)
-		out = binary.BigEndian.AppendUint16(out, uint16(len(props)))
-		out = append(out, props...)
+		id := message.NewUniqID()
+		props := len(key) + 1 + len(id) + 1
+		total := 4 + 4 + 4 + 4 + 4 + len(body) + 2 + props
+		if i == 0 {
+			dst = slices.Grow(dst, n*total)
+		}
+		dst = binary.BigEndian.AppendUint32(dst, uint32(total))
+		dst = binary.BigEndian.AppendUint32(dst, 0) // magic
+		dst = binary.BigEndian.AppendUint32(dst, 0) // body crc
+		dst = binary.BigEndian.AppendUint32(dst, 0) // flag
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(body)))
+		dst = append(dst, body...)
+		dst = binary.BigEndian.AppendUint16(dst, uint16(props))
+		dst = append(dst, key...)
+		dst = append(dst, message.NameValueSeparator)
+		dst = append(dst, id...)
+		dst = append(dst, message.PropertySeparator)
 	}
-	return out
+	return dst
 }
