@@ -49,7 +49,7 @@ func benchCeilingCmd() *cobra.Command {
 			return s.Close()
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:10911", "address to listen on")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:10915", "address to listen on (not the broker's 10911, so that both can run)")
 	return cmd
 }
 
