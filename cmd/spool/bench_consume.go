@@ -28,6 +28,7 @@ func benchConsumeCmd() *cobra.Command {
 		Use:   "consume",
 		Short: "long-polling pull from every queue of a topic",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			loadGeneratorGC()
 			if namesrv == "" {
 				namesrv = os.Getenv("NAMESRV_ADDR")
 			}
