@@ -177,7 +177,11 @@ func TestRegistrationIncrementalAndCompressed(t *testing.T) {
 func TestCreatedTopicSurvivesCrashBeforeTopicsJSON(t *testing.T) {
 	e := startBroker(t, nil)
 	// Hold the topics.json writer, as if the crash came before it ran.
-	release := e.b.topics.HoldWrites()
+	// Released also when the test fails before its own release, so that
+	// the broker's shutdown (a cleanup that runs after this one) can write
+	// topics.json and end.
+	release := sync.OnceFunc(e.b.topics.HoldWrites())
+	t.Cleanup(release)
 	e.createTopic("Durable", 5)
 	e.mustSend("DurableAuto", 0, "", "x")
 	crash := t.TempDir()
