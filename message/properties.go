@@ -79,6 +79,14 @@ const (
 // length field is a signed 16-bit integer).
 const MaxPropertiesLen = 32767
 
+// AppendProperty appends one property pair, name 0x01 value 0x02.
+func AppendProperty(dst []byte, name, value string) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, NameValueSeparator)
+	dst = append(dst, value...)
+	return append(dst, PropertySeparator)
+}
+
 // EncodeProperties renders m as name 0x01 value 0x02 per pair, keys sorted
 // so the result is deterministic. Pairs with an empty name or value are
 // left out: no reader would keep them.

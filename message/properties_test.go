@@ -63,6 +63,14 @@ func TestEncodePropertiesSortedAndRoundTrip(t *testing.T) {
 	if EncodeProperties(nil) != "" {
 		t.Fatal("nil map must encode as empty")
 	}
+	// AppendProperty writes the same pairs, in the order given.
+	var b []byte
+	for _, k := range []string{"KEYS", "TAGS", "UNIQ_KEY"} {
+		b = AppendProperty(b, k, m[k])
+	}
+	if string(b) != want {
+		t.Fatalf("AppendProperty pairs = %q, want %q", b, want)
+	}
 }
 
 func TestTagsHashCode(t *testing.T) {

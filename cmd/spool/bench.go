@@ -33,9 +33,10 @@ func benchCmd() *cobra.Command {
 
 // loadGeneratorGC sets the load generator's garbage-collection target to
 // 400 % unless GOGC says otherwise: answers arrive in fresh buffers (a
-// 32 KiB pull answer each), and at the default 100 % the consumer spent a
-// quarter of its CPU collecting them, CPU the broker it shares the machine
-// with then lacks. The generator's memory is not what is measured.
+// 32 KiB pull answer each), and at 400 % the drain's consumer used 22–36 %
+// less CPU per message than at the default 100 %, CPU the broker it
+// shares the machine with then has. The generator's memory is not what is
+// measured.
 func loadGeneratorGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
@@ -346,9 +347,8 @@ func (b *sendBuilder) build(topic string, queueID int, body []byte, batch int, s
 }
 
 // encodeBatch appends to dst a SEND_BATCH_MESSAGE body of n copies of
-// body, each with its own UNIQ_KEY (its properties as
-// message.EncodeProperties writes a single one). The caller may reuse dst
-// once the request is framed.
+// body, each with its own UNIQ_KEY as its only property. The caller may
+// reuse dst once the request is framed.
 func encodeBatch(dst, body []byte, n int) []byte {
 	key := message.PropertyUniqClientMessageIDKeyIdx
 	for i := 0; i < n; i++ {
@@ -365,10 +365,7 @@ func encodeBatch(dst, body []byte, n int) []byte {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(body)))
 		dst = append(dst, body...)
 		dst = binary.BigEndian.AppendUint16(dst, uint16(props))
-		dst = append(dst, key...)
-		dst = append(dst, message.NameValueSeparator)
-		dst = append(dst, id...)
-		dst = append(dst, message.PropertySeparator)
+		dst = message.AppendProperty(dst, key, id)
 	}
 	return dst
 }

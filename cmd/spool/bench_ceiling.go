@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -34,10 +33,7 @@ func benchCeilingCmd() *cobra.Command {
 		Use:   "ceiling",
 		Short: "answer sends with SEND_OK without storing them (the transport's ceiling, for `bench produce --broker`)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := newCeilingServer(broker.DefaultConfig())
-			if err != nil {
-				return err
-			}
+			s := newCeilingServer(broker.DefaultConfig())
 			addr, err := s.Listen(listen)
 			if err != nil {
 				return err
@@ -54,18 +50,11 @@ func benchCeilingCmd() *cobra.Command {
 }
 
 // newCeilingServer returns the responder's server, not yet listening.
-func newCeilingServer(cfg broker.Config) (*transport.Server, error) {
-	loops := cfg.ServerEventLoops
-	switch {
-	case loops < 0:
-		loops = 0
-	case loops == 0:
-		loops = max(1, runtime.GOMAXPROCS(0)/2)
-	}
+func newCeilingServer(cfg broker.Config) *transport.Server {
 	s := transport.NewServer(transport.ServerConfig{
 		MaxInflightPerConn: cfg.MaxInflightRequestsPerConnection,
 		MaxQueuedBodyBytes: cfg.MaxQueuedRequestBytes,
-		EventLoops:         loops,
+		EventLoops:         broker.EventLoops(cfg.ServerEventLoops),
 	})
 	ex := s.NewExecutor(transport.ExecutorConfig{Name: "send", Workers: max(cfg.SendMessageThreadPoolNums, 1),
 		QueueCapacity: max(cfg.SendThreadPoolQueueCapacity, 1)})
@@ -77,7 +66,7 @@ func newCeilingServer(cfg broker.Config) (*transport.Server, error) {
 		s.RegisterReply(code, r.answer, ex)
 	}
 	s.RegisterDefault(transport.NotSupported)
-	return s, nil
+	return s
 }
 
 // ceilingResponder answers sends as a broker's SEND_OK does: an offset

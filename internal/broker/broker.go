@@ -285,7 +285,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		MaxConns:           cfg.ServerMaxConnections,
 		MaxConnsPerIP:      cfg.ServerMaxConnectionsPerIp,
 		AuthTimeout:        b.authTimeout(&cfg),
-		EventLoops:         eventLoops(cfg.ServerEventLoops),
+		EventLoops:         EventLoops(cfg.ServerEventLoops),
 		LoopPassBegin:      passBegin,
 		LoopPassEnd:        passEnd,
 	})
@@ -310,8 +310,9 @@ type writeGatherer interface {
 	ReleaseWrites()
 }
 
-// eventLoops is the transport's EventLoops for serverEventLoops.
-func eventLoops(key int) int {
+// EventLoops is the transport's EventLoops for the serverEventLoops key:
+// negative for goroutines per connection, 0 for one loop per two CPUs.
+func EventLoops(key int) int {
 	switch {
 	case key < 0:
 		return 0

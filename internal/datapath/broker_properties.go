@@ -59,12 +59,12 @@ func writeBrokerProperties(sb *strings.Builder, cfg *Config) {
 // appendBrokerProperties is writeBrokerProperties into a byte buffer.
 func appendBrokerProperties(dst []byte, cfg *Config) []byte {
 	if cfg.BrokerClusterName != "" {
-		dst = appendProperty(dst, message.PropertyCluster, cfg.BrokerClusterName)
+		dst = message.AppendProperty(dst, message.PropertyCluster, cfg.BrokerClusterName)
 	}
 	if cfg.RegionID != "" {
-		dst = appendProperty(dst, message.PropertyMsgRegion, cfg.RegionID)
+		dst = message.AppendProperty(dst, message.PropertyMsgRegion, cfg.RegionID)
 	}
-	return appendProperty(dst, message.PropertyTraceSwitch, strconv.FormatBool(cfg.TraceOn))
+	return message.AppendProperty(dst, message.PropertyTraceSwitch, strconv.FormatBool(cfg.TraceOn))
 }
 
 // needsSeparator reports whether a property string must get a 0x02 before

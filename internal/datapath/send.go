@@ -255,14 +255,6 @@ func scanPlainProperties(s string) (plainProperties, bool) {
 	return ps, plain && kept == len(s)
 }
 
-// appendProperty appends name 0x01 value 0x02.
-func appendProperty(dst []byte, name, value string) []byte {
-	dst = append(dst, name...)
-	dst = append(dst, message.NameValueSeparator)
-	dst = append(dst, value...)
-	return append(dst, message.PropertySeparator)
-}
-
 // writeProperty writes name 0x01 value 0x02.
 func writeProperty(sb *strings.Builder, name, value string) {
 	sb.WriteString(name)
@@ -314,7 +306,7 @@ func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget
 		buf = append(make([]byte, 0, len(ps.s)+plainPropertiesRoom(cfg)), ps.s...)
 	}
 	if addUniq {
-		buf = appendProperty(buf, message.PropertyUniqClientMessageIDKeyIdx, ps.uniq)
+		buf = message.AppendProperty(buf, message.PropertyUniqClientMessageIDKeyIdx, ps.uniq)
 	}
 	buf = appendBrokerProperties(buf, cfg)
 	// buf is never written again; the bytes before len(ps.s) were never
