@@ -99,6 +99,9 @@ type CommitLog struct {
 	alloc   *allocator
 	flusher *flusher
 	group   *groupWriter // the pwrite path's combined writes
+	// residentSpans and preadSpans count the read spans of pulls copied
+	// from a read mapping and those read with pread.
+	residentSpans, preadSpans atomic.Int64
 	// fileWrites counts the pwrites into CommitLog files (group runs,
 	// single ranges and blanks; not retries).
 	fileWrites atomic.Int64

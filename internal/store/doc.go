@@ -12,7 +12,8 @@
 // configuration promises is true (SYNC_FLUSH: an fsync covered it); retry a
 // failed fsync on the same range; silently drop a record before the last
 // flushed offset at recovery; touch mapped memory from request goroutines
-// for data that may be cold (pread instead; the hot tail is copied with
+// for data that may be cold (pread instead, unless mincore finds every page
+// of the span in memory; the hot tail is copied with
 // debug.SetPanicOnFault so a fault becomes an error).
 //
 // # Directory
@@ -174,16 +175,26 @@
 // # Pull reads
 //
 // A pull decodes its consume-queue entries, applies the transfer limits and
-// the tag filter, then reads the chosen records with as few preads as
-// possible into one pooled buffer that the result holds until Release:
-// records in CommitLog order join one read while the bytes between them
-// (other queues' records, discarded) are at most 16 KiB, the read stays
-// within 1 MiB and within one CommitLog file. A read that fails falls back
-// to one read per record. Every record is then checked (size, magic, its
-// physical offset, body CRC, its queue offset) before it is returned.
+// the tag filter, then groups the chosen records into read spans: records
+// in CommitLog order join one span while the bytes between them (other
+// queues' records) are at most 16 KiB, the span stays within 1 MiB and
+// within one CommitLog file. A span inside the memory window whose pages
+// mincore(2) finds all in memory is copied record by record from the file's
+// read mapping (the bytes between records are not copied; the copy runs
+// with debug.SetPanicOnFault); any other span is read with one pread,
+// its records sliced out. Both land in one pooled buffer that the result
+// holds until Release. A pread that fails falls back to one read per
+// record. Every record is then checked (size, magic, its physical offset,
+// body CRC, its queue offset) before it is returned.
 //
-//	CommitLog  |a0|b0|c0|a1|b1|c1|a2|...     a pull of queue a reads
-//	            <------ one pread ------>    [a0, a2] once and slices a0,a1,a2
+//	CommitLog  |a0|b0|c0|a1|b1|c1|a2|...     a pull of queue a: pages in memory,
+//	            <------ one span ------->    copies a0, a1, a2; else one pread
+//	                                         of [a0, a2] and slices a0, a1, a2
+//
+// A file written with pwrite gets its read mapping at the first resident
+// read; the mapping stays until the file is closed, so the pages it has
+// touched count in the process's RssFile (not RssAnon). EvictPageCache
+// drops them from it first.
 //
 // # Allocation ahead and the spill
 //

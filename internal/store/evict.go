@@ -94,13 +94,18 @@ func mergeRuns(rs []pageRun, size int64) []pageRun {
 }
 
 // evictFile drops the runs of one file, measuring residency through its
-// mapping (a temporary one when the file is written with pwrite).
+// mapping (its read mapping, or a temporary one, when the file is written
+// with pwrite).
 func evictFile(mf *MappedFile, rs []pageRun) (EvictReport, error) {
 	var rep EvictReport
 	if mf.spill != nil {
 		return rep, nil
 	}
 	data := mf.data
+	rmap := mf.rmap.Load()
+	if data == nil && rmap != nil {
+		data = *rmap
+	}
 	if data == nil {
 		m, err := mf.f.Mmap(0, int(mf.size))
 		if err != nil {
@@ -114,6 +119,11 @@ func evictFile(mf *MappedFile, rs []pageRun) (EvictReport, error) {
 		part := data[r.from:r.to]
 		before, err := mf.f.Resident(part)
 		errs = append(errs, err)
+		if rmap != nil {
+			// The read mapping's page-table entries keep pages from
+			// being dropped; unmap them from it first.
+			errs = append(errs, mf.f.Madvise(part, vfs.MadvDontNeed))
+		}
 		if err := mf.f.Madvise(part, vfs.MadvPageOut); err != nil {
 			errs = append(errs, mf.f.Madvise(part, vfs.MadvDontNeed))
 		}

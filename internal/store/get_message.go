@@ -174,6 +174,7 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 	if len(picks) > 0 {
 		var spanArr [64]readSpan
 		spans, readTotal := planReads(spanArr[:0], picks, c.cfg.MappedFileSizeCommitLog)
+		readTotal = min(readTotal, bufferTotal+readGapMax) // resident reads copy the records only
 		bp := readBufPool.Get().(*[]byte)
 		data := (*bp)[:0]
 		if cap(data) < readTotal {
@@ -181,6 +182,14 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 		}
 		for _, sp := range spans {
 			first, last := picks[sp.from], picks[sp.to-1]
+			if maxPhy-first.phy <= mem {
+				var ok bool
+				if data, ok = c.copyResident(data, picks[sp.from:sp.to]); ok {
+					c.residentSpans.Add(1)
+					continue
+				}
+			}
+			c.preadSpans.Add(1)
 			base := len(data)
 			var err error
 			data, err = c.read(data, first.phy, int(last.phy-first.phy)+last.size)

@@ -37,6 +37,11 @@ type MappedFile struct {
 	size int64
 	f    vfs.File
 	data []byte // the shared mapping; nil when the file is not mapped
+	// rmap is the read mapping of a file written with pwrite, made by
+	// the first resident read (resident_read.go).
+	rmap       atomic.Pointer[[]byte]
+	rmapMu     sync.Mutex
+	rmapFailed atomic.Bool
 	// spill, when set, is the in-memory stand-in for a file the allocator
 	// has not delivered yet: f and data are nil, writes and reads go here.
 	spill []byte
@@ -268,6 +273,12 @@ func (mf *MappedFile) cleanup() {
 		if mf.data != nil {
 			errs = append(errs, mf.f.Munmap(mf.data))
 		}
+		mf.rmapMu.Lock()
+		if p := mf.rmap.Swap(nil); p != nil {
+			errs = append(errs, mf.f.Munmap(*p))
+		}
+		mf.rmapFailed.Store(true) // no new mapping of a closed file
+		mf.rmapMu.Unlock()
 		errs = append(errs, mf.f.Close())
 		if mf.remove.Load() {
 			if err := mf.fs.Remove(mf.path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+)
+
+// Resident reads: a pull copies its records from a read mapping of the
+// CommitLog file when mincore(2) finds every page of its span in memory.
+//
+// The records of one queue sit between other queues' records: with eight
+// queues written by concurrent producers, a pull of 32 records of one
+// queue spans about 256 records, and a pread of the span copies all of
+// them to keep 32. From the mapping only the 32 are copied. A page that
+// mincore does not find in memory sends the span to pread, so no request
+// goroutine waits on a disk read inside a page fault (the design's rule
+// for data that may be cold); a page evicted between the check and the
+// copy costs one fault, like a pread of it. The copy runs with
+// debug.SetPanicOnFault, so a fault on a truncated or forcibly unmapped
+// file is an error, and the file's reference is held throughout.
+//
+// Files written with pwrite (writeWithoutMmap, the default) get their read
+// mapping from the first resident read, shared and never written through;
+// it goes when the file is closed.
+
+// residentProbe is the most bytes one mincore call checks; a larger span
+// is read with pread.
+const residentProbe = readSpanMax + 2*osPageSize
+
+var mincoreVecs = sync.Pool{New: func() any { b := make([]byte, residentProbe/osPageSize); return &b }}
+
+// readMapping returns a mapping of the whole file for reads, mapping it on
+// first use; nil when the file cannot be mapped (a spill, an in-memory
+// or descriptor-cached file, a failed mmap: those are read with pread).
+func (mf *MappedFile) readMapping() []byte {
+	if mf.data != nil {
+		return mf.data
+	}
+	if p := mf.rmap.Load(); p != nil {
+		return *p
+	}
+	if mf.f == nil || mf.spill != nil || mf.rmapFailed.Load() {
+		return nil
+	}
+	mf.rmapMu.Lock()
+	defer mf.rmapMu.Unlock()
+	if p := mf.rmap.Load(); p != nil {
+		return *p
+	}
+	if mf.destroyed.Load() {
+		return nil
+	}
+	m, err := mf.f.Mmap(0, int(mf.size))
+	if err != nil {
+		mf.rmapFailed.Store(true)
+		return nil
+	}
+	mf.rmap.Store(&m)
+	return m
+}
+
+// resident reports whether every page holding m[pos:pos+n] is in memory.
+func (mf *MappedFile) resident(m []byte, pos, n int64) bool {
+	lo := pos &^ (osPageSize - 1)
+	hi := min((pos+n+osPageSize-1)&^(osPageSize-1), int64(len(m)))
+	if hi-lo > residentProbe {
+		return false
+	}
+	got, err := mf.f.Resident(m[lo:hi])
+	return err == nil && got >= hi-lo
+}
+
+// copyResident appends the records of ps (one read span, in CommitLog
+// order, all in one file) to dst from the file's read mapping and sets
+// their offsets in dst. It returns false, with dst and ps unchanged, when
+// any page of the span is not in memory or the records cannot be read
+// that way; the caller then reads the span with pread.
+func (c *CommitLog) copyResident(dst []byte, ps []pick) ([]byte, bool) {
+	first, last := ps[0], ps[len(ps)-1]
+	end := last.phy + int64(last.size)
+	if first.phy < 0 || end > c.visible.Load() {
+		return dst, false
+	}
+	mf := c.mfq.find(first.phy)
+	if mf == nil {
+		return dst, false
+	}
+	defer mf.release()
+	pos := first.phy - mf.from
+	if end-mf.from > mf.committed.Load() {
+		return dst, false
+	}
+	m := mf.readMapping()
+	if m == nil || !mf.resident(m, pos, end-first.phy) {
+		return dst, false
+	}
+	base := len(dst)
+	out, err := copyRecords(dst, m, mf.from, ps)
+	if err != nil {
+		c.st.logger.Warn("store: a resident read faulted; reading with pread", "file", mf.path, "err", err)
+		return dst[:base], false
+	}
+	off := base
+	for k := range ps {
+		ps[k].off, ps[k].ok = off, true
+		off += ps[k].size
+	}
+	return out, true
+}
+
+// copyRecords appends the records of ps from the mapping m of the file
+// starting at CommitLog offset from, turning a page fault into an error.
+func copyRecords(dst, m []byte, from int64, ps []pick) (out []byte, err error) {
+	total := 0
+	for _, p := range ps {
+		total += p.size
+	}
+	n := len(dst)
+	dst = growLen(dst, total)
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			out, err = dst[:n], fmt.Errorf("%w: at %d: %v", ErrFault, ps[0].phy, r)
+		}
+	}()
+	off := n
+	for _, p := range ps {
+		pos := p.phy - from
+		off += copy(dst[off:off+p.size], m[pos:pos+int64(p.size)])
+	}
+	return dst, nil
+}

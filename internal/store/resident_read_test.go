@@ -1,0 +1,72 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/spoolmq/spool/internal/vfs"
+	"github.com/spoolmq/spool/message"
+)
+
+// TestPullCopiesResidentRecords puts the records of eight queues
+// interleaved, as concurrent producers do, and pulls every queue: with
+// the pages in memory each span is copied from the read mapping, record by
+// record; after the pages are dropped from the page cache the same pulls
+// read with pread. Both give the same records, in every write path.
+func TestPullCopiesResidentRecords(t *testing.T) {
+	const queues, perQueue = 8, 64
+	for _, wp := range writePaths {
+		t.Run(wp.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			wp.set(&cfg)
+			cfg.MappedFileSizeCommitLog = 1 << 20
+			st := openStarted(t, cfg, vfs.OS())
+			defer st.Shutdown()
+			body := func(q, i int) string { return fmt.Sprintf("q%d-m%03d-%0400d", q, i, i) }
+			for i := 0; i < perQueue; i++ {
+				for q := 0; q < queues; q++ {
+					mustPut(t, st, testMsg("Res", int32(q), body(q, i), ""))
+				}
+			}
+			for q := 0; q < queues; q++ {
+				waitDispatched(t, st, "Res", int32(q), perQueue)
+			}
+			c := st.commitLog
+			if err := c.flusher.flushTo(c.visible.Load()); err != nil {
+				t.Fatal(err)
+			}
+			pullAll := func(from int64) {
+				t.Helper()
+				for q := 0; q < queues; q++ {
+					r := st.GetMessage("g", "Res", int32(q), from, 32, 0, nil)
+					if r.Status != Found || len(r.Buffers) != 32 {
+						t.Fatalf("queue %d from %d: %v, %d records", q, from, r.Status, len(r.Buffers))
+					}
+					for k, rec := range r.Buffers {
+						ext, err := message.DecodeRecord(rec)
+						i := int(from) + k
+						if err != nil || ext.QueueID != int32(q) || ext.QueueOffset != int64(i) || string(ext.Body) != body(q, i) {
+							t.Fatalf("queue %d offset %d: %v %+v", q, i, err, ext)
+						}
+					}
+					r.Release()
+				}
+			}
+
+			res0, pread0 := c.residentSpans.Load(), c.preadSpans.Load()
+			pullAll(0)
+			if got := c.residentSpans.Load() - res0; got < queues || c.preadSpans.Load() != pread0 {
+				t.Fatalf("pages in memory: %d resident spans, %d pread spans", got, c.preadSpans.Load()-pread0)
+			}
+			if _, err := st.EvictPageCache(""); err != nil {
+				t.Fatal(err)
+			}
+			res1, pread1 := c.residentSpans.Load(), c.preadSpans.Load()
+			pullAll(32)
+			t.Logf("%s: first %d/%d then %d/%d", wp.name, c.residentSpans.Load()-res0, pread1-pread0, c.residentSpans.Load()-res1, c.preadSpans.Load()-pread1)
+			if c.preadSpans.Load() == pread1 {
+				t.Fatalf("pages dropped: every span still copied from the mapping (%d)", c.residentSpans.Load()-res1)
+			}
+		})
+	}
+}
