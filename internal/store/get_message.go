@@ -182,7 +182,7 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 		}
 		for _, sp := range spans {
 			first, last := picks[sp.from], picks[sp.to-1]
-			if maxPhy-first.phy <= mem {
+			if maxPhy-first.phy <= mem && worthCopyingRecords(picks[sp.from:sp.to]) {
 				var ok bool
 				if data, ok = c.copyResident(data, picks[sp.from:sp.to]); ok {
 					c.residentSpans.Add(1)

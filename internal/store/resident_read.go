@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+
+	"github.com/spoolmq/spool/internal/vfs"
 )
 
 // Resident reads: a pull copies its records from a read mapping of the
@@ -12,7 +14,9 @@ import (
 // The records of one queue sit between other queues' records: with eight
 // queues written by concurrent producers, a pull of 32 records of one
 // queue spans about 256 records, and a pread of the span copies all of
-// them to keep 32. From the mapping only the 32 are copied. A page that
+// them to keep 32. From the mapping only the 32 are copied. Spans whose
+// gaps are smaller than their records keep the pread
+// (worthCopyingRecords). A page that
 // mincore does not find in memory sends the span to pread, so no request
 // goroutine waits on a disk read inside a page fault (the design's rule
 // for data that may be cold); a page evicted between the check and the
@@ -22,7 +26,10 @@ import (
 //
 // Files written with pwrite (writeWithoutMmap, the default) get their read
 // mapping from the first resident read, shared and never written through;
-// it goes when the file is closed.
+// it goes when the file is closed. The pages it maps count in the
+// process's RssFile and are reclaimed less eagerly than unmapped page
+// cache, so every retention pass unmaps them from it again (the page cache
+// keeps them; the next read maps them anew).
 
 // residentProbe is the most bytes one mincore call checks; a larger span
 // is read with pread.
@@ -60,6 +67,27 @@ func (mf *MappedFile) readMapping() []byte {
 	return m
 }
 
+// dropReadMapping unmaps the pages of the file's read mapping from the
+// process (MADV_DONTNEED: the page cache keeps them). Under rmapMu, so
+// that it never advises an address range the file's cleanup unmapped.
+func (mf *MappedFile) dropReadMapping() error {
+	mf.rmapMu.Lock()
+	defer mf.rmapMu.Unlock()
+	if p := mf.rmap.Load(); p != nil {
+		return mf.f.Madvise(*p, vfs.MadvDontNeed)
+	}
+	return nil
+}
+
+// dropReadMappings is dropReadMapping for every CommitLog file.
+func (c *CommitLog) dropReadMappings() {
+	for _, mf := range c.mfq.snapshot() {
+		if err := mf.dropReadMapping(); err != nil {
+			c.st.logger.Warn("store: unmapping the pages of a read mapping", "file", mf.path, "err", err)
+		}
+	}
+}
+
 // resident reports whether every page holding m[pos:pos+n] is in memory.
 func (mf *MappedFile) resident(m []byte, pos, n int64) bool {
 	lo := pos &^ (osPageSize - 1)
@@ -69,6 +97,22 @@ func (mf *MappedFile) resident(m []byte, pos, n int64) bool {
 	}
 	got, err := mf.f.Resident(m[lo:hi])
 	return err == nil && got >= hi-lo
+}
+
+// worthCopyingRecords reports whether a span's records are worth copying
+// one by one rather than with one pread of the span: when the other
+// queues' records between them are on average at least as large as they
+// are.
+// Records that lie end to end (one queue, or batches) are read with one
+// pread, which costs no mincore and no faults.
+func worthCopyingRecords(ps []pick) bool {
+	records := 0
+	for _, p := range ps {
+		records += p.size
+	}
+	last := ps[len(ps)-1]
+	gaps := last.phy + int64(last.size) - ps[0].phy - int64(records)
+	return len(ps) > 1 && gaps >= int64(records-last.size) // n-1 gaps against n records
 }
 
 // copyResident appends the records of ps (one read span, in CommitLog

@@ -58,15 +58,47 @@ func TestPullCopiesResidentRecords(t *testing.T) {
 			if got := c.residentSpans.Load() - res0; got < queues || c.preadSpans.Load() != pread0 {
 				t.Fatalf("pages in memory: %d resident spans, %d pread spans", got, c.preadSpans.Load()-pread0)
 			}
+			// Unmapping the read mapping's pages leaves them in the page
+			// cache: the same pulls copy them again.
+			c.dropReadMappings()
+			res0 = c.residentSpans.Load()
+			pullAll(0)
+			if got := c.residentSpans.Load() - res0; got < queues || c.preadSpans.Load() != pread0 {
+				t.Fatalf("after the pages were unmapped: %d resident spans, %d pread spans", got, c.preadSpans.Load()-pread0)
+			}
 			if _, err := st.EvictPageCache(""); err != nil {
 				t.Fatal(err)
 			}
 			res1, pread1 := c.residentSpans.Load(), c.preadSpans.Load()
 			pullAll(32)
-			t.Logf("%s: first %d/%d then %d/%d", wp.name, c.residentSpans.Load()-res0, pread1-pread0, c.residentSpans.Load()-res1, c.preadSpans.Load()-pread1)
 			if c.preadSpans.Load() == pread1 {
 				t.Fatalf("pages dropped: every span still copied from the mapping (%d)", c.residentSpans.Load()-res1)
 			}
 		})
+	}
+}
+
+func TestWorthCopyingRecords(t *testing.T) {
+	span := func(step int64, n, size int) []pick {
+		ps := make([]pick, n)
+		for i := range ps {
+			ps[i] = pick{phy: 1000 + int64(i)*step, size: size}
+		}
+		return ps
+	}
+	for _, tc := range []struct {
+		name string
+		ps   []pick
+		want bool
+	}{
+		{"one record", span(0, 1, 500), false},
+		{"end to end (one queue, a batch)", span(500, 32, 500), false},
+		{"small gaps", span(700, 32, 500), false},
+		{"two queues interleaved", span(1000, 32, 500), true},
+		{"eight queues interleaved", span(4000, 32, 500), true},
+	} {
+		if got := worthCopyingRecords(tc.ps); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -56,10 +56,12 @@ func isDeleteHour(now time.Time, deleteWhen string) bool {
 
 // cleanOnce runs one retention pass: disk-full state (stored bytes, not
 // the blocks of files allocated ahead), CommitLog files, then
-// consume-queue files below the CommitLog minimum. It never takes the put
+// consume-queue files below the CommitLog minimum, and the pages of the
+// CommitLog's read mappings (resident_read.go). It never takes the put
 // lock.
 func (st *DefaultMessageStore) cleanOnce() {
 	now := st.fs.Now()
+	st.commitLog.dropReadMappings()
 	_, p := st.checkDiskSpace()
 	st.retryDoomed(now)
 	if p.deleteExpired {
