@@ -66,11 +66,17 @@ func TestPullCopiesResidentRecords(t *testing.T) {
 			if got := c.residentSpans.Load() - res0; got < queues || c.preadSpans.Load() != pread0 {
 				t.Fatalf("after the pages were unmapped: %d resident spans, %d pread spans", got, c.preadSpans.Load()-pread0)
 			}
-			if _, err := st.EvictPageCache(""); err != nil {
+			ev, err := st.EvictPageCache("")
+			if err != nil {
 				t.Fatal(err)
 			}
 			res1, pread1 := c.residentSpans.Load(), c.preadSpans.Load()
 			pullAll(32)
+			if ev.ResidentAfter >= ev.ResidentBefore {
+				// A file system whose pages cannot be dropped (tmpfs).
+				t.Logf("the page cache kept every page (%+v): the pread fallback is not checked", ev)
+				return
+			}
 			if c.preadSpans.Load() == pread1 {
 				t.Fatalf("pages dropped: every span still copied from the mapping (%d)", c.residentSpans.Load()-res1)
 			}
