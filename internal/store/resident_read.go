@@ -3,7 +3,6 @@ package store
 import (
 	"fmt"
 	"runtime/debug"
-	"sync"
 
 	"github.com/spoolmq/spool/internal/vfs"
 )
@@ -16,8 +15,8 @@ import (
 // queue spans about 256 records, and a pread of the span copies all of
 // them to keep 32. From the mapping only the 32 are copied. Spans whose
 // gaps are smaller than their records keep the pread
-// (worthCopyingRecords). A page that
-// mincore does not find in memory sends the span to pread, so no request
+// (worthCopyingRecords). A page that mincore does not find in memory
+// sends the span to pread, so no request
 // goroutine waits on a disk read inside a page fault (the design's rule
 // for data that may be cold); a page evicted between the check and the
 // copy costs one fault, like a pread of it. The copy runs with
@@ -34,8 +33,6 @@ import (
 // residentProbe is the most bytes one mincore call checks; a larger span
 // is read with pread.
 const residentProbe = readSpanMax + 2*osPageSize
-
-var mincoreVecs = sync.Pool{New: func() any { b := make([]byte, residentProbe/osPageSize); return &b }}
 
 // readMapping returns a mapping of the whole file for reads, mapping it on
 // first use; nil when the file cannot be mapped (a spill, an in-memory
@@ -102,8 +99,7 @@ func (mf *MappedFile) resident(m []byte, pos, n int64) bool {
 // worthCopyingRecords reports whether a span's records are worth copying
 // one by one rather than with one pread of the span: when the other
 // queues' records between them are on average at least as large as they
-// are.
-// Records that lie end to end (one queue, or batches) are read with one
+// are. Records that lie end to end (one queue, or batches) are read with one
 // pread, which costs no mincore and no faults.
 func worthCopyingRecords(ps []pick) bool {
 	records := 0
