@@ -60,8 +60,9 @@ type CommitLog struct {
 	queueOffsets map[queueKey]int64
 	halfKicked   bool
 
-	pubMu   sync.Mutex
-	pending []*pendingWrite
+	pubMu      sync.Mutex
+	pending    []*pendingWrite
+	freeWrites []*pendingWrite // published ranges kept for reuse (newWriteLocked)
 
 	visible      atomic.Int64 // end of the readable records
 	flushedWhere atomic.Int64 // end of the durable records
@@ -530,17 +531,45 @@ func (c *CommitLog) publishLocked(mf *MappedFile, end int64) {
 	if len(c.pending) == 0 {
 		c.advance(mf, end)
 	} else {
-		c.pending = append(c.pending, &pendingWrite{mf: mf, end: end, done: true})
+		w := c.newWriteLocked()
+		*w = pendingWrite{mf: mf, end: end, done: true}
+		c.pending = append(c.pending, w)
 	}
 	c.pubMu.Unlock()
 }
 
 func (c *CommitLog) reserve(mf *MappedFile, end int64) *pendingWrite {
-	w := &pendingWrite{mf: mf, end: end}
 	c.pubMu.Lock()
+	w := c.newWriteLocked()
+	*w = pendingWrite{mf: mf, end: end}
 	c.pending = append(c.pending, w)
 	c.pubMu.Unlock()
 	return w
+}
+
+// freeWritesCap bounds the ranges kept for reuse.
+const freeWritesCap = 256
+
+// newWriteLocked returns a zero pendingWrite, reused when one is free.
+// pubMu is held.
+func (c *CommitLog) newWriteLocked() *pendingWrite {
+	if n := len(c.freeWrites); n > 0 {
+		w := c.freeWrites[n-1]
+		c.freeWrites[n-1] = nil
+		c.freeWrites = c.freeWrites[:n-1]
+		return w
+	}
+	return &pendingWrite{}
+}
+
+// freeWriteLocked keeps w, a range just taken off the pending list, for
+// reuse: once it is published nothing refers to it (its put's goroutine
+// is done with it once it marked it done). pubMu is held.
+func (c *CommitLog) freeWriteLocked(w *pendingWrite) {
+	if len(c.freeWrites) < freeWritesCap {
+		*w = pendingWrite{}
+		c.freeWrites = append(c.freeWrites, w)
+	}
 }
 
 func (c *CommitLog) complete(w *pendingWrite, err error) {

@@ -98,8 +98,9 @@ func (c *CommitLog) stageLocked(mf *MappedFile, pos int64, b []byte) *pendingWri
 	}
 	copy(g.buf[h%size:], b)
 	g.head = h + n
-	w := &pendingWrite{mf: mf, end: pos + n, staged: true, pos: pos, gFrom: h, gTo: h + n}
 	c.pubMu.Lock()
+	w := c.newWriteLocked()
+	*w = pendingWrite{mf: mf, end: pos + n, staged: true, pos: pos, gFrom: h, gTo: h + n}
 	c.pending = append(c.pending, w)
 	g.unclaimed.Add(1)
 	c.pubMu.Unlock()
@@ -204,11 +205,18 @@ func (c *CommitLog) completeRun(run []*pendingWrite, err error) {
 	for _, w := range run {
 		w.done, w.err = true, err
 	}
-	for len(c.pending) > 0 && c.pending[0].done && c.pending[0].err == nil {
-		p := c.pending[0]
+	n := 0
+	for n < len(c.pending) && c.pending[n].done && c.pending[n].err == nil {
+		p := c.pending[n]
 		c.advance(p.mf, p.end)
-		c.pending[0] = nil
-		c.pending = c.pending[1:]
+		c.freeWriteLocked(p)
+		n++
+	}
+	if n > 0 {
+		// Shift down rather than reslice, so the list keeps its array.
+		rest := copy(c.pending, c.pending[n:])
+		clear(c.pending[rest:])
+		c.pending = c.pending[:rest]
 	}
 	ready := c.takeVisibleLocked()
 	c.pubMu.Unlock()

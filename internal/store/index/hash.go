@@ -8,8 +8,13 @@ import (
 // javaStringHash is Java's String.hashCode: s[0]*31^(n-1) + ... over the
 // UTF-16 code units of s (invalid UTF-8 bytes count as U+FFFD, as Java's
 // decoder turns them).
-func javaStringHash(s string) int32 {
-	var h int32
+func javaStringHash(s string) int32 { return javaStringHashFrom(0, s) }
+
+// javaStringHashFrom continues h, Java's String.hashCode of a prefix, over
+// s. Split at an ASCII byte, javaStringHash(a+b) is
+// javaStringHashFrom(javaStringHash(a), b): an ASCII byte never joins the
+// bytes around it into one character, valid or not.
+func javaStringHashFrom(h int32, s string) int32 {
 	for _, r := range s {
 		if r >= 0x10000 && r <= utf8.MaxRune {
 			r -= 0x10000
@@ -24,8 +29,11 @@ func javaStringHash(s string) int32 {
 
 // KeyHash is the keyHash RocketMQ stores for an index key ("topic#key"):
 // the absolute value of Java's String.hashCode, 0 for Integer.MIN_VALUE.
-func KeyHash(key string) int32 {
-	h := javaStringHash(key)
+func KeyHash(key string) int32 { return absKeyHash(javaStringHash(key)) }
+
+// absKeyHash is RocketMQ's Math.abs of a key's hashCode, with
+// Integer.MIN_VALUE mapped to 0.
+func absKeyHash(h int32) int32 {
 	if h < 0 {
 		h = -h
 		if h < 0 { // math.MinInt32
@@ -35,8 +43,11 @@ func KeyHash(key string) int32 {
 	return h
 }
 
-// BuildKey returns the index key of a message key in a topic: "topic#key".
-func BuildKey(topic, key string) string { return topic + "#" + key }
+// TopicKeyHash is the KeyHash of a message key's index key in a topic,
+// "topic#key", computed without building the key.
+func TopicKeyHash(topic, key string) int32 {
+	return absKeyHash(javaStringHashFrom(31*javaStringHash(topic)+'#', key))
+}
 
 // SplitKeys splits a KEYS property value on spaces, dropping empty parts,
 // as RocketMQ does before indexing.

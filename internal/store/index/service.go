@@ -247,11 +247,11 @@ func (s *Service) Put(topic string, keys []string, uniqKey string, phyOffset, st
 	}
 	hashes := s.hashes[:0]
 	if uniqKey != "" {
-		hashes = append(hashes, KeyHash(BuildKey(topic, uniqKey)))
+		hashes = append(hashes, TopicKeyHash(topic, uniqKey))
 	}
 	for _, k := range keys {
 		if k != "" {
-			hashes = append(hashes, KeyHash(BuildKey(topic, k)))
+			hashes = append(hashes, TopicKeyHash(topic, k))
 		}
 	}
 	s.hashes = hashes
@@ -374,7 +374,7 @@ func (s *Service) Query(topic, key string, maxNum int, begin, end int64) (QueryR
 	if maxNum <= 0 {
 		return r, nil
 	}
-	kh := KeyHash(BuildKey(topic, key))
+	kh := TopicKeyHash(topic, key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {

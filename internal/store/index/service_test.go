@@ -88,6 +88,20 @@ func TestKeyHashMatchesJava(t *testing.T) {
 	}
 }
 
+// TestTopicKeyHashIsKeyHashOfIndexKey compares the hash computed over
+// topic and key with the hash of the joined "topic#key", also for
+// characters outside the BMP and for invalid UTF-8 on either side of '#'.
+func TestTopicKeyHashIsKeyHashOfIndexKey(t *testing.T) {
+	parts := []string{"", "T", "TopicTest", "KEY1", "\U0001F600", "\xe2\x82", "\xac", "\x80k", "é", "polygenelubricants", "a#b"}
+	for _, topic := range parts {
+		for _, key := range parts {
+			if got, want := TopicKeyHash(topic, key), KeyHash(topic+"#"+key); got != want {
+				t.Errorf("TopicKeyHash(%q, %q) = %d, KeyHash of the joined key = %d", topic, key, got, want)
+			}
+		}
+	}
+}
+
 func TestSplitKeys(t *testing.T) {
 	if got := SplitKeys(" k1  k2 k3 "); !slices.Equal(got, []string{"k1", "k2", "k3"}) {
 		t.Fatalf("%q", got)
