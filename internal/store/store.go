@@ -341,7 +341,7 @@ func (st *DefaultMessageStore) writable() (PutStatus, string) {
 
 // PutMessage appends one message.
 func (st *DefaultMessageStore) PutMessage(msg *message.Inner, done func(PutResult)) {
-	start := time.Now()
+	start := st.commitLog.monoNs()
 	if s, r := st.writable(); s != PutOK {
 		st.stats.putFailures.Add(1)
 		done(PutResult{Status: s, Remark: r})
@@ -381,7 +381,7 @@ func (st *DefaultMessageStore) PutMessage(msg *message.Inner, done func(PutResul
 
 // PutMessages appends a batch as consecutive records of one queue.
 func (st *DefaultMessageStore) PutMessages(batch *message.Batch, done func(PutResult)) {
-	start := time.Now()
+	start := st.commitLog.monoNs()
 	if s, r := st.writable(); s != PutOK {
 		st.stats.putFailures.Add(1)
 		done(PutResult{Status: s, Remark: r})
@@ -428,13 +428,13 @@ func waitStoreMsgOK(m *message.Inner) bool {
 	return !ok || v != "false"
 }
 
-func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait, systemTopic bool, start time.Time, done func(PutResult)) {
+func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait, systemTopic bool, start int64, done func(PutResult)) {
 	if out.status != PutOK {
 		st.stats.putFailures.Add(1)
 		done(PutResult{Status: out.status, Remark: out.remark})
 		return
 	}
-	d := time.Since(start)
+	d := time.Duration(st.commitLog.monoNs() - start)
 	st.stats.rt.RecordPut(n, out.end-out.wrote, d, systemTopic)
 	st.stats.puts.Add(int64(n))
 	st.stats.putBytes.Add(out.end - out.wrote)

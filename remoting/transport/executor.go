@@ -136,11 +136,9 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInl
 	}
 	// A request read after a body-budget pause arrived when the pause
 	// began: the pause is queue wait.
-	now := time.Now()
-	enq := now
-	if !c.arrived.IsZero() {
-		enq = c.arrived
-		if wait := now.Sub(enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
+	enq := c.arrived // zero unless the request waited for a body-budget pause
+	if !enq.IsZero() {
+		if wait := time.Since(enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
 			e.rejectTimeout(task{c: c, req: req}, wait, e.QueueLen(), true)
 			return
 		}
@@ -168,6 +166,9 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInl
 			"[OVERLOAD]system busy, start flow control for a while, queue size: %d, capacity: %d",
 			n, e.cfg.QueueCapacity), true)
 		return
+	}
+	if enq.IsZero() {
+		enq = time.Now() // read only for a queued request: one run inline never waits
 	}
 	e.q.push(task{c: c, req: req, h: h, enq: enq})
 	e.budget.add(len(req.Body))

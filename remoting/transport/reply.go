@@ -96,12 +96,12 @@ type Responder struct {
 	state atomic.Int32
 	once  atomic.Bool // a completion was made
 	out   outItem     // the answer of an early completion
-	start time.Time   // when Defer was called, with a reply observer
+	start int64       // monoNow when Defer was called, with a reply observer
 	long  atomic.Bool // MarkLongPolled was called
 
 	// Guarded by c.hmu: the held list, oldest first.
 	linked     bool
-	since      time.Time
+	since      int64 // monoNow when it was held
 	prev, next *Responder
 }
 
@@ -111,7 +111,7 @@ type Responder struct {
 func (c *Conn) Defer(req *remoting.Command) *Responder {
 	r := &Responder{c: c, req: req}
 	if c.cfg.onReply != nil {
-		r.start = time.Now()
+		r.start = monoNow()
 	}
 	return r
 }
@@ -127,7 +127,7 @@ func (c *Conn) DeferIn(r *Responder, req *remoting.Command) *Responder {
 	}
 	r.c, r.req = c, req
 	if c.cfg.onReply != nil {
-		r.start = time.Now()
+		r.start = monoNow()
 	}
 	return r
 }
@@ -212,16 +212,16 @@ func (r *Responder) complete(it outItem) {
 func (r *Responder) unsent(it outItem) {
 	it.release()
 	if o := r.c.cfg.onReply; o != nil && it.cmd != nil && !r.req.IsOneway() {
-		(*o)(r.req, Answer{Code: it.cmd.Code, Elapsed: time.Since(r.start), LongPolled: r.long.Load(), Unsent: true})
+		(*o)(r.req, Answer{Code: it.cmd.Code, Elapsed: time.Duration(monoNow() - r.start), LongPolled: r.long.Load(), Unsent: true})
 	}
 }
 
 // answer passes a response to the server's reply observer, if any, and
 // hands it to the writer (the observer runs first: once the writer has
 // the response, the peer may have it before the observer ran).
-func (c *Conn) answer(req *remoting.Command, it outItem, onReader bool, start time.Time, long bool) {
+func (c *Conn) answer(req *remoting.Command, it outItem, onReader bool, start int64, long bool) {
 	if o := c.cfg.onReply; o != nil {
-		(*o)(req, Answer{Code: it.cmd.Code, Elapsed: time.Since(start), LongPolled: long, Unsent: c.isClosed()})
+		(*o)(req, Answer{Code: it.cmd.Code, Elapsed: time.Duration(monoNow() - start), LongPolled: long, Unsent: c.isClosed()})
 	}
 	c.replyItem(req, it, onReader)
 }
@@ -248,9 +248,9 @@ func misuse(c *Conn, req *remoting.Command, what string) {
 // run calls h for a request holding a slot and answers it. onReader says
 // it runs on the connection's reader goroutine.
 func (c *Conn) run(h ReplyHandler, req *remoting.Command, onReader bool) {
-	var start time.Time
+	var start int64
 	if c.cfg.onReply != nil {
-		start = time.Now()
+		start = monoNow()
 	}
 	c.finish(req, c.callHandler(h, req), onReader, start)
 }
@@ -274,7 +274,7 @@ func (c *Conn) callHandler(h ReplyHandler, req *remoting.Command) (rep Reply) {
 // finish is the handler's return path: it writes a value or an early
 // completion, holds a responder still to be completed, and gives back the
 // slot of a request never answered.
-func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start time.Time) {
+func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start int64) {
 	r := rep.later
 	if r != nil && (r.req != req || r.c != c) {
 		misuse(c, req, "Later with the responder of another request")
@@ -325,7 +325,9 @@ func (c *Conn) hold(r *Responder) {
 		c.inflight.Add(-1)
 		return
 	}
-	r.since = time.Now()
+	if r.since = r.start; r.since == 0 {
+		r.since = monoNow() // no observer: the time is read for the held timeout only
+	}
 	r.linked = true
 	r.prev = c.heldTail
 	if c.heldTail != nil {
@@ -391,7 +393,8 @@ func (c *Conn) reapHeld() int {
 		return 0
 	}
 	c.lastReap = now
-	freed := c.releaseHeld(func(r *Responder) bool { return now.Sub(r.since) > c.cfg.heldTimeout })
+	mono := monoNow()
+	freed := c.releaseHeld(func(r *Responder) bool { return time.Duration(mono-r.since) > c.cfg.heldTimeout })
 	c.hmu.Unlock()
 	if freed > 0 {
 		c.inflight.Add(-int64(freed))
@@ -420,3 +423,12 @@ func (c *Conn) Held() int {
 func valueHandler(h Handler) ReplyHandler {
 	return func(c *Conn, req *remoting.Command) Reply { return Reply{resp: h(c, req)} }
 }
+
+// monoEpoch anchors monoNow.
+var monoEpoch = time.Now()
+
+// monoNow is the time on the monotonic clock, in nanoseconds since the
+// package was loaded: the transport's elapsed-time measurements (reply
+// observers, held responders) read it, one clock read where time.Now
+// takes two.
+func monoNow() int64 { return int64(time.Since(monoEpoch)) }
