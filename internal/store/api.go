@@ -177,22 +177,23 @@ type GetResult struct {
 	BufferTotalSize int
 	// SuggestPullingFromSlave is set when the read went far behind memory.
 	SuggestPullingFromSlave bool
-	release                 func()
+	readBuf                 *[]byte // the buffer Buffers point into, from readBufPool
 }
 
 // MessageCount is the number of records returned.
 func (r *GetResult) MessageCount() int { return len(r.Buffers) }
 
-// Release returns the buffers (and mapped-file references) to the store.
+// Release gives the buffer the records were read into back to the store;
+// Buffers must not be used after it.
 func (r *GetResult) Release() {
-	if r != nil && r.release != nil {
-		r.release()
-		r.release = nil
+	if r == nil {
+		return
+	}
+	if r.readBuf != nil {
+		putReadBuf(r.readBuf)
+		r.readBuf = nil
 	}
 }
-
-// SetRelease installs the function Release calls.
-func (r *GetResult) SetRelease(fn func()) { r.release = fn }
 
 // QueryResult is the answer to QueryMessage.
 type QueryResult struct {

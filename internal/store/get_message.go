@@ -91,8 +91,30 @@ func (st *DefaultMessageStore) GetMessage(group, topic string, queueID int32, of
 // "without system topic" figures.
 func isSystemTopic(topic string) bool { return systopic.OutOfDayTotals(topic) }
 
+// getResultInline is how many records the answer of a pull keeps in its
+// GetResult's own allocation (a client's default batch is 32).
+const getResultInline = 32
+
+// getResultRoom is a GetResult with room for the record and queue-offset
+// lists of an ordinary pull, so that answering one costs one allocation.
+type getResultRoom struct {
+	r    GetResult
+	bufs [getResultInline][]byte
+	qos  [getResultInline]int64
+}
+
+// putReadBuf gives a read buffer back to readBufPool, unless a large pull
+// grew it.
+func putReadBuf(bp *[]byte) {
+	*bp = (*bp)[:0]
+	if cap(*bp) <= 4<<20 {
+		readBufPool.Put(bp)
+	}
+}
+
 func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
-	r := &GetResult{}
+	room := &getResultRoom{}
+	r := &room.r
 	if st.state.Load() != stateRunning {
 		r.Status, r.NextBeginOffset = NoMatchedLogicQueue, offset
 		return r
@@ -213,8 +235,12 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 				picks[k].off, picks[k].ok = base+int(picks[k].phy-first.phy), true
 			}
 		}
-		r.Buffers = make([][]byte, 0, len(picks))
-		r.QueueOffsets = make([]int64, 0, len(picks))
+		if len(picks) <= getResultInline {
+			r.Buffers, r.QueueOffsets = room.bufs[:0], room.qos[:0]
+		} else {
+			r.Buffers = make([][]byte, 0, len(picks))
+			r.QueueOffsets = make([]int64, 0, len(picks))
+		}
 		var v message.RecordView
 		for _, pk := range picks {
 			if !pk.ok {
@@ -246,16 +272,12 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 		}
 		if len(r.Buffers) > 0 {
 			status = Found
-			r.SetRelease(func() {
-				*bp = data[:0]
-				if cap(data) <= 4<<20 {
-					readBufPool.Put(bp)
-				}
-			})
+			*bp = data
+			r.readBuf = bp // back to readBufPool on Release
 		} else {
 			r.Buffers, r.QueueOffsets = nil, nil
-			*bp = data[:0]
-			readBufPool.Put(bp)
+			*bp = data
+			putReadBuf(bp)
 		}
 	}
 	r.Status = status
