@@ -387,6 +387,31 @@ func NewResponseExt(req *Command, code int32, remark string) (*Command, ExtWrite
 	return &rt.cmd, ExtWriter{cmd: &rt.cmd, wt: &rt.wt, buf: rt.wt.buf[:0]}
 }
 
+// ResponseRoom is memory for one answer made by NewResponseExtIn: a field
+// of the state a handler allocates for its request anyway, so that the
+// answer costs no allocation of its own. The answer keeps the memory
+// around it alive until it is written.
+type ResponseRoom struct {
+	rt   responseWithTable
+	used bool
+}
+
+// NewResponseExtIn is NewResponseExtSize with the answer placed in room.
+// A nil room, or one already used, gets an answer of its own.
+func NewResponseExtIn(room *ResponseRoom, req *Command, code int32, remark string, size int) (*Command, ExtWriter) {
+	if room == nil || room.used {
+		return NewResponseExtSize(req, code, remark, size)
+	}
+	room.used = true
+	rt := &room.rt
+	rt.cmd = responseTo(req, code, remark)
+	w := ExtWriter{cmd: &rt.cmd, wt: &rt.wt, buf: rt.wt.buf[:0]}
+	if size > writerBuf {
+		w.buf = make([]byte, 0, size)
+	}
+	return &rt.cmd, w
+}
+
 // NewResponseExtSize is NewResponseExt for fields of about size bytes of
 // keys and values: beyond the 192 bytes that come with the answer, the
 // buffer is allocated once at that size instead of growing.

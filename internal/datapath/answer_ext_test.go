@@ -77,7 +77,7 @@ func TestSendAnswerFieldsMatchTheMap(t *testing.T) {
 		}{{"7F0000010001000000000001", []int64{4096}}, {"", []int64{0}}, {"AC11", []int64{1, 2, 3}}, {"", batchOffsets(32)}} {
 			req := &remoting.Command{Code: remoting.SendMessage, Opaque: 9}
 			r := store.PutResult{Status: store.PutOK, WroteOffset: c.offsets[0], QueueOffset: 42}
-			typed := d.sendResponse(req, r, 3, c.uniq, c.offsets)
+			typed := d.sendResponse(req, r, 3, c.uniq, c.offsets, nil)
 			mapped := remoting.NewResponse(req, remoting.Success, "")
 			var ids []byte
 			for i, off := range c.offsets {
@@ -95,10 +95,28 @@ func TestSendAnswerFieldsMatchTheMap(t *testing.T) {
 			mapped.SetExt(message.PropertyMsgRegion, cfg.RegionID)
 			mapped.SetExt(message.PropertyTraceSwitch, strconv.FormatBool(cfg.TraceOn))
 			sameOnTheWire(t, typed, mapped)
-			// A single send's answer is one allocation, fields included.
+			// In the send's room the answer is the same; a room already
+			// used gives the next answer one of its own.
+			var room remoting.ResponseRoom
+			inRoom := d.sendResponse(req, r, 3, c.uniq, c.offsets, &room)
+			sameOnTheWire(t, inRoom, mapped)
+			again := d.sendResponse(req, r, 3, c.uniq, c.offsets, &room)
+			if again == inRoom {
+				t.Fatal("a used room was used again")
+			}
+			sameOnTheWire(t, again, mapped)
+			sameOnTheWire(t, inRoom, mapped)
+			// A single send's answer is one allocation, fields included,
+			// and none in a room.
 			if len(c.offsets) == 1 {
-				if n := testing.AllocsPerRun(50, func() { d.sendResponse(req, r, 3, c.uniq, c.offsets) }); n > 1 {
+				if n := testing.AllocsPerRun(50, func() { d.sendResponse(req, r, 3, c.uniq, c.offsets, nil) }); n > 1 {
 					t.Errorf("a single send's answer costs %.0f allocations, want 1", n)
+				}
+				if n := testing.AllocsPerRun(50, func() {
+					room = remoting.ResponseRoom{}
+					d.sendResponse(req, r, 3, c.uniq, c.offsets, &room)
+				}); n > 0 {
+					t.Errorf("a single send's answer in its room costs %.0f allocations, want 0", n)
 				}
 			}
 		}

@@ -76,7 +76,7 @@ func (d *Path) HandleSendReply(c *transport.Conn, req *remoting.Command) transpo
 		}
 		d.store.PutMessage(m, func(r store.PutResult) {
 			d.countPut(m.Topic, r)
-			d.replyLater(rs, d.sendResponse(req, r, t.queueID, "", []int64{r.WroteOffset}))
+			d.replyLater(rs, d.sendResponse(req, r, t.queueID, "", []int64{r.WroteOffset}, nil))
 		})
 	})
 	if err != nil {

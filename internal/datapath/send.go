@@ -37,6 +37,8 @@ type sendTarget struct {
 	// rs is the send's responder, answered from the store's completion
 	// (Conn.DeferIn): it comes with the target's allocation.
 	rs transport.Responder
+	// answer is the room for the send's answer, for the same reason.
+	answer remoting.ResponseRoom
 	// props is the room for propsBuf of a single send's usual properties
 	// (a client's few and the broker's), so they come with the target too.
 	props [plainPropsScratch]byte
@@ -188,13 +190,14 @@ func (d *Path) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarge
 		return transport.Respond(resp)
 	}
 	m.PropertiesString = message.EncodeProperties(props)
-	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx], &t.rs)
+	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx], &t.rs, &t.answer)
 }
 
 // putSingle stores a single message whose PropertiesString is final and
 // answers from the store's completion, through the responder placed in
-// rs (a zero Responder of the caller's; nil: one of its own).
-func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string, rsIn *transport.Responder) transport.Reply {
+// rs (a zero Responder of the caller's; nil: one of its own), with the
+// answer placed in room (nil: one of its own).
+func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string, rsIn *transport.Responder, room *remoting.ResponseRoom) transport.Reply {
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
@@ -204,7 +207,7 @@ func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.In
 	err := d.PutMessage(m, func(r store.PutResult) {
 		d.countPut(m.Topic, r)
 		d.countTopicPut(m.Topic, m.QueueID, r, start)
-		resp := d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset})
+		resp := d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}, room)
 		d.attachRecallHandle(req, m, resp)
 		d.countRetryToDLQ(m, resp)
 		d.replyLater(rs, resp)
@@ -312,7 +315,7 @@ func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget
 	// buf is never written again; the bytes before len(ps.s) were never
 	// written after ps.s was made from them.
 	m.PropertiesString = unsafe.String(unsafe.SliceData(buf), len(buf))
-	return d.putSingle(c, req, m, t.queueID, ps.uniq, &t.rs)
+	return d.putSingle(c, req, m, t.queueID, ps.uniq, &t.rs, &t.answer)
 }
 
 // plainPropertiesRoom is what sendPlain appends to a client's properties at
@@ -453,7 +456,7 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 		if len(offs) == 0 && r.Status == store.PutOK {
 			offs = []int64{r.WroteOffset}
 		}
-		d.replyLater(rs, d.sendResponse(req, r, qid, "", offs))
+		d.replyLater(rs, d.sendResponse(req, r, qid, "", offs, &t.answer))
 	}))
 	return transport.Later(rs)
 }
@@ -488,7 +491,7 @@ func (d *Path) attachRecallHandle(req *remoting.Command, m *message.Inner, resp 
 
 // sendResponse maps a put result to the send answer: code, remark and the
 // msgId/queueId/queueOffset/transactionId/MSG_REGION/TRACE_ON ext fields.
-func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID int32, uniq string, offsets []int64) *remoting.Command {
+func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID int32, uniq string, offsets []int64, room *remoting.ResponseRoom) *remoting.Command {
 	code, remark := PutStatusCode(r)
 	if r.Status == store.OSPageCacheBusy {
 		d.flow.PCSynchronized.Add(1)
@@ -505,7 +508,7 @@ func (d *Path) sendResponse(req *remoting.Command, r store.PutResult, queueID in
 	// holds an id of 32 characters and a comma per member of a batch. A
 	// single send's fields fit the room that comes with the answer.
 	size := 96 + 33*len(offsets) + len(uniq) + len(cfg.RegionID)
-	resp, w := remoting.NewResponseExtSize(req, code, remark, size)
+	resp, w := remoting.NewResponseExtIn(room, req, code, remark, size)
 	w.Append("msgId", func(dst []byte) []byte {
 		host := d.storeHost()
 		for i, off := range offsets {
