@@ -428,7 +428,7 @@ func valueHandler(h Handler) ReplyHandler {
 var monoEpoch = time.Now()
 
 // monoNow is the time on the monotonic clock, in nanoseconds since the
-// package was loaded: the transport's elapsed-time measurements (reply
-// observers, held responders) read it, one clock read where time.Now
-// takes two.
-func monoNow() int64 { return int64(time.Since(monoEpoch)) }
+// package was loaded, plus one (never zero, which means unset): the
+// transport's elapsed-time measurements (reply observers, held
+// responders) read it, one clock read where time.Now takes two.
+func monoNow() int64 { return int64(time.Since(monoEpoch)) + 1 }
