@@ -96,12 +96,17 @@ func isSystemTopic(topic string) bool { return systopic.OutOfDayTotals(topic) }
 const getResultInline = 32
 
 // getResultRoom is a GetResult with room for the record and queue-offset
-// lists of an ordinary pull, so that answering one costs one allocation.
+// lists of an ordinary pull, so that a pull that found records costs one
+// allocation.
 type getResultRoom struct {
 	r    GetResult
 	bufs [getResultInline][]byte
 	qos  [getResultInline]int64
 }
+
+// newResult returns h as a result of its own: a pull that reads no record
+// costs no more than its GetResult.
+func newResult(h GetResult) *GetResult { return &h }
 
 // putReadBuf gives a read buffer back to readBufPool, unless a large pull
 // grew it.
@@ -113,32 +118,31 @@ func putReadBuf(bp *[]byte) {
 }
 
 func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
-	room := &getResultRoom{}
-	r := &room.r
+	var head GetResult // what is known before any record is read
 	if st.state.Load() != stateRunning {
-		r.Status, r.NextBeginOffset = NoMatchedLogicQueue, offset
-		return r
+		head.Status, head.NextBeginOffset = NoMatchedLogicQueue, offset
+		return newResult(head)
 	}
 	cq := st.consumeQueue(topic, queueID, false)
 	if cq == nil {
-		r.Status, r.NextBeginOffset = NoMatchedLogicQueue, 0
-		return r
+		head.Status, head.NextBeginOffset = NoMatchedLogicQueue, 0
+		return newResult(head)
 	}
 	minOff, maxOff := cq.minOffset.Load(), cq.maxOffset.Load()
-	r.MinOffset, r.MaxOffset = minOff, maxOff
+	head.MinOffset, head.MaxOffset = minOff, maxOff
 	switch {
 	case maxOff == 0:
-		r.Status, r.NextBeginOffset = NoMessageInQueue, 0
-		return r
+		head.Status, head.NextBeginOffset = NoMessageInQueue, 0
+		return newResult(head)
 	case offset < minOff:
-		r.Status, r.NextBeginOffset = OffsetTooSmall, minOff
-		return r
+		head.Status, head.NextBeginOffset = OffsetTooSmall, minOff
+		return newResult(head)
 	case offset == maxOff:
-		r.Status, r.NextBeginOffset = OffsetOverflowOne, offset
-		return r
+		head.Status, head.NextBeginOffset = OffsetOverflowOne, offset
+		return newResult(head)
 	case offset > maxOff:
-		r.Status, r.NextBeginOffset = OffsetOverflowBadly, maxOff
-		return r
+		head.Status, head.NextBeginOffset = OffsetOverflowBadly, maxOff
+		return newResult(head)
 	}
 	if maxMsgNums <= 0 {
 		maxMsgNums = 1
@@ -154,11 +158,11 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 	if err != nil || len(entries) == 0 {
 		*ebp = entries[:0]
 		readBufPool.Put(ebp)
-		r.Status, r.NextBeginOffset = OffsetFoundNull, fileEnd
+		head.Status, head.NextBeginOffset = OffsetFoundNull, fileEnd
 		if fileEnd > maxOff {
-			r.NextBeginOffset = maxOff
+			head.NextBeginOffset = maxOff
 		}
-		return r
+		return newResult(head)
 	}
 
 	var pickArr [64]pick // one pull's picks stay off the heap in the common case
@@ -191,7 +195,19 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 	}
 	*ebp = entries[:0]
 	readBufPool.Put(ebp)
-	r.NextBeginOffset = offset + int64(examined)
+	head.NextBeginOffset = offset + int64(examined)
+	var r *GetResult
+	if len(picks) > 0 && len(picks) <= getResultInline {
+		room := &getResultRoom{r: head}
+		r = &room.r
+		r.Buffers, r.QueueOffsets = room.bufs[:0], room.qos[:0]
+	} else {
+		r = newResult(head)
+		if len(picks) > 0 {
+			r.Buffers = make([][]byte, 0, len(picks))
+			r.QueueOffsets = make([]int64, 0, len(picks))
+		}
+	}
 
 	if len(picks) > 0 {
 		var spanArr [64]readSpan
@@ -234,12 +250,6 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 			for k := sp.from; k < sp.to; k++ {
 				picks[k].off, picks[k].ok = base+int(picks[k].phy-first.phy), true
 			}
-		}
-		if len(picks) <= getResultInline {
-			r.Buffers, r.QueueOffsets = room.bufs[:0], room.qos[:0]
-		} else {
-			r.Buffers = make([][]byte, 0, len(picks))
-			r.QueueOffsets = make([]int64, 0, len(picks))
 		}
 		var v message.RecordView
 		for _, pk := range picks {
