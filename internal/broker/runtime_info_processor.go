@@ -121,6 +121,8 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	micros("putLockHoldMaxMicros", st.PutLockHold.Max)
 	micros("fsyncP99Micros", st.Flush.Quantile(0.99))
 	micros("fsyncMaxMicros", st.Flush.Max)
+	t["syncMethod"] = vfs.SyncMethod()
+	i64("ringSyncs", vfs.RingSyncs())
 	micros("fileCreateP99Micros", st.FileCreate.Quantile(0.99))
 	micros("dispatchPassP99Micros", st.Dispatch.Quantile(0.99))
 	i64("indexBehindBytes", st.IndexLagBytes)

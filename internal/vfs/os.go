@@ -105,7 +105,6 @@ type osFile struct {
 func (f *osFile) Name() string                             { return f.f.Name() }
 func (f *osFile) ReadAt(p []byte, off int64) (int, error)  { return f.f.ReadAt(p, off) }
 func (f *osFile) WriteAt(p []byte, off int64) (int, error) { return f.f.WriteAt(p, off) }
-func (f *osFile) Sync() error                              { return f.f.Sync() }
 func (f *osFile) Truncate(n int64) error                   { return f.f.Truncate(n) }
 func (f *osFile) Close() error                             { return f.f.Close() }
 
@@ -116,7 +115,18 @@ func (f *osFile) pathErr(op string, err error) error {
 	return &os.PathError{Op: op, Path: f.f.Name(), Err: err}
 }
 
+// Sync and Datasync run on a sync ring when one is free (sync_ring.go).
+func (f *osFile) Sync() error {
+	if err, ok := ringSync(f.fd, false); ok {
+		return f.pathErr("fsync", err)
+	}
+	return f.f.Sync()
+}
+
 func (f *osFile) Datasync() error {
+	if err, ok := ringSync(f.fd, true); ok {
+		return f.pathErr("fdatasync", err)
+	}
 	return f.pathErr("fdatasync", ignoringEINTR(func() error { return unix.Fdatasync(f.fd) }))
 }
 

@@ -4,7 +4,8 @@
 // FS, so that tests can slow operations down, make them fail and model
 // what survives a crash.
 //
-// The package owns the OS implementation (OS, built on golang.org/x/sys/unix),
+// The package owns the OS implementation (OS, built on golang.org/x/sys/unix,
+// whose syncs run on io_uring rings when the kernel has them: sync_ring.go),
 // the in-memory implementation with the crash model (MemFS), the fault
 // injector that wraps any FS (Injector: latency, EIO on the Nth sync,
 // ENOSPC, disk usage, clock) and FaultFS, an Injector over a crash tracker
