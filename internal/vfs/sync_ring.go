@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"sync"
@@ -36,6 +37,8 @@ const (
 	ringFsyncDatasync = 1 << 0
 	ringSQEAsync      = 1 << 4 // IOSQE_ASYNC: straight to a worker, no non-blocking try
 	ringRegEventfd    = 4
+	ringRegProbe      = 8
+	ringOpSupported   = 1 << 0 // IO_URING_OP_SUPPORTED
 	ringEntries       = 2
 	ringSQESize       = 64
 	ringCQESize       = 16
@@ -71,10 +74,11 @@ type syncRing struct {
 }
 
 var rings struct {
-	once  sync.Once
-	free  chan *syncRing
-	err   error        // why there are no rings
-	syncs atomic.Int64 // syncs run on a ring
+	once    sync.Once
+	free    chan *syncRing
+	err     error                 // why there are no rings
+	refused atomic.Pointer[error] // the ring refused a sync: rings are not used again
+	syncs   atomic.Int64          // syncs run on a ring
 }
 
 // syncRingsReady reports whether rings were made, making them on first use.
@@ -97,7 +101,7 @@ func syncRingsReady() bool {
 			rings.free = free
 		}
 	})
-	return rings.free != nil
+	return rings.free != nil && rings.refused.Load() == nil
 }
 
 // SyncMethod says how the OS file system syncs files: "io_uring" or, when
@@ -105,6 +109,9 @@ func syncRingsReady() bool {
 func SyncMethod() string {
 	if syncRingsReady() {
 		return "io_uring"
+	}
+	if err := rings.refused.Load(); err != nil {
+		return "fsync (io_uring refused a sync: " + (*err).Error() + ")"
 	}
 	return "fsync (" + rings.err.Error() + ")"
 }
@@ -136,6 +143,15 @@ func newSyncRing() (r *syncRing, err error) {
 	}
 	if r.sqes, err = unix.Mmap(r.fd, ringOffSQEs, int(p.sqEntries*ringSQESize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
 		return nil, &os.SyscallError{Syscall: "mmap", Err: err}
+	}
+	// The ring must say it runs IORING_OP_FSYNC (kernels from 5.6 answer
+	// IORING_REGISTER_PROBE; a sandbox may offer rings without the op).
+	var probe [16 + 8*(ringOpFsync+1)]byte
+	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, fd, ringRegProbe, uintptr(unsafe.Pointer(&probe[0])), ringOpFsync+1, 0, 0); errno != 0 {
+		return nil, &os.SyscallError{Syscall: "io_uring_register(IORING_REGISTER_PROBE)", Err: errno}
+	}
+	if op := probe[16+8*ringOpFsync:]; probe[0] < ringOpFsync || op[0] != ringOpFsync || binary.NativeEndian.Uint16(op[2:])&ringOpSupported == 0 {
+		return nil, errors.New("io_uring without IORING_OP_FSYNC")
 	}
 	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -231,6 +247,13 @@ func ringSync(fd int, datasync bool) (err error, ok bool) {
 		return nil, false
 	}
 	err, submitted := r.sync(fd, datasync)
+	if retry, refuse := ringOutcome(err); retry {
+		if refuse {
+			rings.refused.CompareAndSwap(nil, &err)
+		}
+		rings.free <- r
+		return nil, false
+	}
 	if !submitted || err != nil && !isErrno(err) {
 		// The ring is in a state not worth reasoning about: it is closed
 		// and the others carry on.
@@ -243,6 +266,21 @@ func ringSync(fd int, datasync bool) (err error, ok bool) {
 	rings.free <- r
 	rings.syncs.Add(1)
 	return err, true
+}
+
+// ringOutcome says what a sync's result from a ring means: retry when the
+// sync did not run and the caller runs the system call instead (the call
+// retries EINTR as before), refuse when the ring cannot run syncs at all (a
+// regular file's fsync never fails with these; the system call gives the
+// same error if it does).
+func ringOutcome(err error) (retry, refuse bool) {
+	switch err {
+	case unix.EINVAL, unix.EOPNOTSUPP, unix.ENOSYS:
+		return true, true
+	case unix.ECANCELED, unix.EINTR, unix.EAGAIN:
+		return true, false
+	}
+	return false, false
 }
 
 func isErrno(err error) bool {

@@ -154,3 +154,50 @@ func TestConcurrentSyncsShareTheRings(t *testing.T) {
 		t.Fatalf("%d rings free afterwards, want %d", n, syncRings)
 	}
 }
+
+func TestRingOutcome(t *testing.T) {
+	for _, c := range []struct {
+		err           error
+		retry, refuse bool
+	}{
+		{nil, false, false},
+		{unix.EIO, false, false},
+		{unix.ENOSPC, false, false},
+		{unix.EBADF, false, false},
+		{unix.EINVAL, true, true},
+		{unix.EOPNOTSUPP, true, true},
+		{unix.ENOSYS, true, true},
+		{unix.ECANCELED, true, false},
+		{unix.EINTR, true, false},
+		{unix.EAGAIN, true, false},
+	} {
+		retry, refuse := ringOutcome(c.err)
+		if retry != c.retry || refuse != c.refuse {
+			t.Errorf("ringOutcome(%v) = %v, %v; want %v, %v", c.err, retry, refuse, c.retry, c.refuse)
+		}
+	}
+}
+
+// Once a ring refused a sync, syncs run the system call and the method
+// says why.
+func TestRefusedRingsAreNotUsedAgain(t *testing.T) {
+	needRings(t)
+	err := error(unix.EOPNOTSUPP)
+	rings.refused.Store(&err)
+	defer rings.refused.Store(nil)
+	f, ferr := OS().Create(filepath.Join(t.TempDir(), "f"))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	defer f.Close()
+	before := RingSyncs()
+	if err := f.Datasync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := RingSyncs() - before; n != 0 {
+		t.Fatalf("%d syncs on refused rings", n)
+	}
+	if m := SyncMethod(); m != "fsync (io_uring refused a sync: operation not supported)" {
+		t.Fatalf("SyncMethod %q", m)
+	}
+}
