@@ -56,8 +56,10 @@ func TestAdminMasterAndSlave(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a standalone and a broker process")
 	}
-	ha := loopbackAddrs(t, 1)[0]
-	f := startStandalone(t, "--set", "haListenPort="+ha[strings.LastIndexByte(ha, ':')+1:])
+	f := startStandaloneWith(t, func() []string {
+		ha := loopbackAddrs(t, 1)[0]
+		return []string{"--set", "haListenPort=" + ha[strings.LastIndexByte(ha, ':')+1:]}
+	})
 	slave := startSlave(t, f)
 
 	row := func(out string, id string) []string {

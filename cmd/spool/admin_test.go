@@ -111,7 +111,36 @@ func (f *adminFixture) refusedAnyOrOK(requests []string, args ...string) (string
 // startStandalone starts `spool standalone` with extra arguments.
 func startStandalone(t *testing.T, extra ...string) *adminFixture {
 	t.Helper()
+	return startStandaloneWith(t, func() []string { return extra })
+}
+
+// startStandaloneWith starts a standalone process with the extra arguments
+// extra returns, and starts it again on other ports (extra is called
+// again) when one of its ports was taken between being found free and
+// being bound: another test's connection may take it meanwhile.
+func startStandaloneWith(t *testing.T, extra func() []string) *adminFixture {
+	t.Helper()
 	dir := t.TempDir()
+	for attempt := 1; ; attempt++ {
+		f, out, taken := tryStandalone(t, dir, extra())
+		if f != nil {
+			return f
+		}
+		if !taken || attempt == 5 {
+			t.Fatalf("the standalone broker did not register:\n%s", out)
+		}
+		t.Logf("a port was taken before the standalone bound it, starting again:\n%s", out)
+		if err := os.RemoveAll(filepath.Join(dir, "store")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tryStandalone starts a standalone process on fresh loopback ports and
+// waits for its broker to register; taken: it exited because a port was in
+// use.
+func tryStandalone(t *testing.T, dir string, extra []string) (f *adminFixture, output string, taken bool) {
+	t.Helper()
 	addrs := loopbackAddrs(t, 2)
 	out := &syncBuf{}
 	cmd := exec.Command(os.Args[0], append([]string{"standalone", "--store", filepath.Join(dir, "store"),
@@ -121,30 +150,47 @@ func startStandalone(t *testing.T, extra ...string) *adminFixture {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
+	exited := make(chan struct{})
+	go func() {
 		cmd.Wait()
-		if t.Failed() {
-			t.Logf("standalone output:\n%s", out.String())
+		close(exited)
+	}()
+	registered := false
+	defer func() {
+		if !registered {
+			cmd.Process.Kill()
+			<-exited
 		}
-	})
-	f := &adminFixture{t: t, ns: addrs[0], dir: dir}
+	}()
+	f = &adminFixture{t: t, ns: addrs[0], dir: dir}
 	cli := transport.NewClient(transport.ClientConfig{DialTimeout: time.Second})
 	defer cli.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return nil, out.String(), strings.Contains(out.String(), "address already in use")
+		default:
+		}
 		if bs, err := clusterBrokers(cli, []string{f.ns}); err == nil {
 			for name, a := range bs {
 				f.brokerName, f.addr = name, a
 			}
 			if f.addr != "" {
-				return f
+				registered = true
+				t.Cleanup(func() {
+					cmd.Process.Kill()
+					<-exited
+					if t.Failed() {
+						t.Logf("standalone output:\n%s", out.String())
+					}
+				})
+				return f, "", false
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("the standalone broker did not register:\n%s", out.String())
-	return nil
+	return nil, out.String(), false
 }
 
 // TestAdminCommands runs every mqadmin-named command against one
