@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
@@ -66,17 +67,27 @@ func TestPullCopiesResidentRecords(t *testing.T) {
 			if got := c.residentSpans.Load() - res0; got < queues || c.preadSpans.Load() != pread0 {
 				t.Fatalf("after the pages were unmapped: %d resident spans, %d pread spans", got, c.preadSpans.Load()-pread0)
 			}
-			ev, err := st.EvictPageCache("")
-			if err != nil {
-				t.Fatal(err)
+			// Pages the kernel holds in a CPU's batch of recently used
+			// pages are skipped by an eviction; under load some may stay
+			// until a later try.
+			var ev EvictReport
+			for try := 0; try < 10; try++ {
+				var err error
+				if ev, err = st.EvictPageCache(""); err != nil {
+					t.Fatal(err)
+				}
+				if ev.ResidentAfter == 0 || ev.ResidentAfter >= ev.ResidentBefore {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if ev.ResidentAfter != 0 {
+				// A file system whose pages cannot be dropped (tmpfs).
+				t.Logf("the page cache kept pages (%+v): the pread fallback is not checked", ev)
+				return
 			}
 			res1, pread1 := c.residentSpans.Load(), c.preadSpans.Load()
 			pullAll(32)
-			if ev.ResidentAfter >= ev.ResidentBefore {
-				// A file system whose pages cannot be dropped (tmpfs).
-				t.Logf("the page cache kept every page (%+v): the pread fallback is not checked", ev)
-				return
-			}
 			if c.preadSpans.Load() == pread1 {
 				t.Fatalf("pages dropped: every span still copied from the mapping (%d)", c.residentSpans.Load()-res1)
 			}
