@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,19 +51,53 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
+// loopbackAddrs returns n loopback addresses whose ports, and the ports a
+// broker derives from its listen port (the VIP channel's listenPort-2 and
+// the HA port listenPort+1), were free a moment ago. The ports are picked
+// below the kernel's ephemeral range when there is room: ports from ":0"
+// come from that range, which other tests' outgoing connections also take
+// their local ports from, so one could take a port between this check and
+// the process binding it.
 func loopbackAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
+		}
+	}
 	var out []string
-	var ls []net.Listener
-	for i := 0; i < n; i++ {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	const first = 15000
+	for tries := 0; len(out) < n && tries < 1000 && low-first > 100; tries++ {
+		p := first + rand.IntN(low-first-10) + 2
+		var ls []net.Listener
+		for q := p - 2; q <= p+1; q++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+		}
+		held = append(held, ls...)
+		if len(ls) == 4 {
+			out = append(out, "127.0.0.1:"+strconv.Itoa(p))
+		}
+	}
+	for len(out) < n { // no room below the ephemeral range
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ls = append(ls, l)
+		held = append(held, l)
 		out = append(out, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
 	}
 	return out
 }
