@@ -117,14 +117,14 @@ func (f *osFile) pathErr(op string, err error) error {
 
 // Sync and Datasync run on a sync ring when one is free (sync_ring.go).
 func (f *osFile) Sync() error {
-	if err, ok := ringSync(f.fd, false); ok {
+	if ok, err := ringSync(f.fd, false); ok {
 		return f.pathErr("fsync", err)
 	}
 	return f.f.Sync()
 }
 
 func (f *osFile) Datasync() error {
-	if err, ok := ringSync(f.fd, true); ok {
+	if ok, err := ringSync(f.fd, true); ok {
 		return f.pathErr("fdatasync", err)
 	}
 	return f.pathErr("fdatasync", ignoringEINTR(func() error { return unix.Fdatasync(f.fd) }))

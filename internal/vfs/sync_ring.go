@@ -189,7 +189,7 @@ func (r *syncRing) close() {
 // sync runs fsync (datasync: fdatasync) of fd on the ring and returns its
 // result; submitted is false when the kernel refused the request, and
 // then nothing ran. The ring carries nothing else meanwhile.
-func (r *syncRing) sync(fd int, datasync bool) (err error, submitted bool) {
+func (r *syncRing) sync(fd int, datasync bool) (submitted bool, err error) {
 	tail := atomic.LoadUint32(r.sqTail)
 	idx := tail & r.sqMask
 	sqe := r.sqes[idx*ringSQESize : (idx+1)*ringSQESize]
@@ -208,7 +208,7 @@ func (r *syncRing) sync(fd int, datasync bool) (err error, submitted bool) {
 			continue
 		}
 		if errno != 0 {
-			return &os.SyscallError{Syscall: "io_uring_enter", Err: errno}, false
+			return false, &os.SyscallError{Syscall: "io_uring_enter", Err: errno}
 		}
 		if n == 1 {
 			break
@@ -221,14 +221,14 @@ func (r *syncRing) sync(fd int, datasync bool) (err error, submitted bool) {
 			res := *(*int32)(unsafe.Add(r.cqes, uintptr(head&r.cqMask)*ringCQESize+8))
 			atomic.StoreUint32(r.cqHead, head+1)
 			if res < 0 {
-				return unix.Errno(-res), true
+				return true, unix.Errno(-res)
 			}
-			return nil, true
+			return true, nil
 		}
 		// The count the ring adds for each completion is read off; one
 		// left from a completion already taken only costs a look.
 		if _, err := r.ev.Read(buf[:]); err != nil {
-			return &os.SyscallError{Syscall: "read io_uring eventfd", Err: err}, true
+			return true, &os.SyscallError{Syscall: "read io_uring eventfd", Err: err}
 		}
 	}
 }
@@ -236,36 +236,36 @@ func (r *syncRing) sync(fd int, datasync bool) (err error, submitted bool) {
 // ringSync syncs fd on a free ring; ok is false when none was free (or
 // there are none, or the kernel refused the request) and the caller must
 // sync itself.
-func ringSync(fd int, datasync bool) (err error, ok bool) {
+func ringSync(fd int, datasync bool) (ok bool, err error) {
 	if !syncRingsReady() {
-		return nil, false
+		return false, nil
 	}
 	var r *syncRing
 	select {
 	case r = <-rings.free:
 	default:
-		return nil, false
+		return false, nil
 	}
-	err, submitted := r.sync(fd, datasync)
+	submitted, err := r.sync(fd, datasync)
 	if retry, refuse := ringOutcome(err); retry {
 		if refuse {
 			rings.refused.CompareAndSwap(nil, &err)
 		}
 		rings.free <- r
-		return nil, false
+		return false, nil
 	}
 	if !submitted || err != nil && !isErrno(err) {
 		// The ring is in a state not worth reasoning about: it is closed
 		// and the others carry on.
 		r.close()
 		if !submitted {
-			return nil, false
+			return false, nil
 		}
-		return err, true
+		return true, err
 	}
 	rings.free <- r
 	rings.syncs.Add(1)
-	return err, true
+	return true, err
 }
 
 // ringOutcome says what a sync's result from a ring means: retry when the

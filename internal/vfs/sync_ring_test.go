@@ -61,7 +61,7 @@ func TestSyncAndDatasyncRunOnRings(t *testing.T) {
 // the file's path, and the ring stays in use.
 func TestRingSyncReportsTheSyncError(t *testing.T) {
 	needRings(t)
-	err, ok := ringSync(-1, true)
+	ok, err := ringSync(-1, true)
 	if !ok || !errors.Is(err, unix.EBADF) {
 		t.Fatalf("ringSync(-1) = %v, %v; want EBADF on a ring", err, ok)
 	}
