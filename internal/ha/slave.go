@@ -283,7 +283,13 @@ func (s *Slave) session(conn net.Conn) error {
 		lastBeat := s.cfg.Clock.Now()
 		for {
 			wait := s.cfg.SendHeartbeatInterval
-			if log.AckOffset() < log.MaxOffset() {
+			// Held bytes, or bytes that became acknowledgeable since the
+			// last report (the hold may end between a look and this one):
+			// look again soon.
+			wmu.Lock()
+			unreported := log.AckOffset() > reported
+			wmu.Unlock()
+			if unreported || log.AckOffset() < log.MaxOffset() {
 				wait = min(wait, ackPollInterval)
 			}
 			select {
