@@ -249,7 +249,8 @@ func ringSync(fd int, datasync bool) (ok bool, err error) {
 	submitted, err := r.sync(fd, datasync)
 	if retry, refuse := ringOutcome(err); retry {
 		if refuse {
-			rings.refused.CompareAndSwap(nil, &err)
+			why := err // its own variable: only a refusal puts it on the heap
+			rings.refused.CompareAndSwap(nil, &why)
 		}
 		rings.free <- r
 		return false, nil
