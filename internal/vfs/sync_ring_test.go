@@ -26,16 +26,24 @@ func needRings(t *testing.T) {
 	t.Fatalf("sync rings not made: %v", rings.err)
 }
 
+// tempOSFile creates an empty file in the test's directory on the OS file
+// system, closed when the test ends.
+func tempOSFile(t *testing.T) File {
+	t.Helper()
+	f, err := OS().Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 func TestSyncAndDatasyncRunOnRings(t *testing.T) {
 	needRings(t)
 	if m := SyncMethod(); m != "io_uring" {
 		t.Fatalf("SyncMethod %q", m)
 	}
-	f, err := OS().Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := tempOSFile(t)
 	before := RingSyncs()
 	for i := range 3 {
 		if _, err := f.WriteAt([]byte("record"), int64(i*6)); err != nil {
@@ -95,11 +103,7 @@ func TestSyncWithoutAFreeRingRunsTheSystemCall(t *testing.T) {
 			rings.free <- r
 		}
 	}()
-	f, err := OS().Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := tempOSFile(t)
 	before := RingSyncs()
 	if err := f.Datasync(); err != nil {
 		t.Fatal(err)
@@ -185,11 +189,7 @@ func TestRefusedRingsAreNotUsedAgain(t *testing.T) {
 	err := error(unix.EOPNOTSUPP)
 	rings.refused.Store(&err)
 	defer rings.refused.Store(nil)
-	f, ferr := OS().Create(filepath.Join(t.TempDir(), "f"))
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
-	defer f.Close()
+	f := tempOSFile(t)
 	before := RingSyncs()
 	if err := f.Datasync(); err != nil {
 		t.Fatal(err)
