@@ -82,5 +82,17 @@ func FuzzPropertyBytes(f *testing.F) {
 		if ok != wok || string(got) != want {
 			t.Fatalf("%q in %q: %q,%v want %q,%v", name, props, got, ok, want, wok)
 		}
+		// The pair lookup agrees with two single ones, whichever name
+		// comes first.
+		for _, other := range []string{"KEYS", "TAGS", name + "X"} {
+			if other == name {
+				continue
+			}
+			va, vb := PropertyPairBytes([]byte(props), name, other)
+			wb, _ := LookupProperty(props, other)
+			if string(va) != want || string(vb) != wb {
+				t.Fatalf("pair %q,%q in %q: %q,%q want %q,%q", name, other, props, va, vb, want, wb)
+			}
+		}
 	})
 }

@@ -201,6 +201,34 @@ func TagsHashCode(tags string) int64 {
 	return int64(h)
 }
 
+// PropertyPairBytes is PropertyBytes of two names in one scan of props:
+// the value of each, nil where the name is absent or its value empty.
+func PropertyPairBytes(props []byte, a, b string) (va, vb []byte) {
+	for len(props) > 0 {
+		end := bytes.IndexByte(props, PropertySeparator)
+		seg := props
+		if end >= 0 {
+			seg, props = props[:end], props[end+1:]
+		} else {
+			props = nil
+		}
+		if v, ok := propertyValue(seg, a); ok {
+			va = v
+		} else if v, ok := propertyValue(seg, b); ok {
+			vb = v
+		}
+	}
+	return va, vb
+}
+
+// propertyValue is seg's non-empty value when seg is name's entry.
+func propertyValue(seg []byte, name string) ([]byte, bool) {
+	if len(seg) > len(name)+1 && string(seg[:len(name)]) == name && seg[len(name)] == NameValueSeparator {
+		return seg[len(name)+1:], true
+	}
+	return nil, false
+}
+
 // PropertyBytes is LookupProperty over an encoded property string held as
 // bytes: it allocates nothing and the value aliases props.
 func PropertyBytes(props []byte, name string) ([]byte, bool) {

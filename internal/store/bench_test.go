@@ -2,12 +2,14 @@ package store
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/spoolmq/spool/internal/store/index"
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
 )
@@ -288,4 +290,39 @@ func benchDispatchLatency(b *testing.B, held bool) {
 	b.StopTimer()
 	b.ReportMetric(float64(st.disp.parks.Load())/float64(b.N), "disp-parks/op")
 	b.ReportMetric(float64(st.index.parks.Load())/float64(b.N), "index-parks/op")
+}
+
+// BenchmarkIndexRecord is the index dispatcher's work per record: the
+// view, the UNIQ_KEY and KEYS properties, and the index entries (one per
+// key). Properties as the Go client sends them, with or without KEYS.
+func BenchmarkIndexRecord(b *testing.B) {
+	for _, keys := range []string{"", "order-1 order-2"} {
+		name := "uniq"
+		if keys != "" {
+			name = "uniq+2keys"
+		}
+		b.Run(name, func(b *testing.B) {
+			svc, err := index.Open(index.Config{Dir: b.TempDir(), MaxHashSlotNum: 1 << 16, MaxIndexNum: 1 << 22, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer svc.Close()
+			m := benchMsg(128, 0)
+			m.Properties[message.PropertyUniqClientMessageIDKeyIdx] = "7F00000100012A9F4C3B1E2D00000000"
+			m.Properties[message.PropertyWaitStoreMsgOK] = "true"
+			if keys != "" {
+				m.Properties[message.PropertyKeys] = keys
+			}
+			rec := message.EncodeRecord(nil, m, message.EncodeProperties(m.Properties))
+			message.PatchRecord(rec, 0, 0, 1700000000000)
+			x := &indexDispatcher{svc: svc}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := x.index(rec, int64(i+1)*int64(len(rec))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/spoolmq/spool/internal/store/index"
 	"github.com/spoolmq/spool/message"
@@ -33,6 +35,7 @@ type indexDispatcher struct {
 	stopCh chan struct{}
 	wg     sync.WaitGroup
 	buf    []byte
+	keys   []string // index's split KEYS, reused
 	err    atomic.Pointer[string]
 	parks  atomic.Int64 // times the run loop blocked, parked or gathering (benchmarks)
 }
@@ -207,15 +210,34 @@ func (x *indexDispatcher) index(rec []byte, phy int64) error {
 	if message.TransactionValue(v.SysFlag()) == message.TransactionRollbackType {
 		return nil
 	}
-	u, _ := v.Property(message.PropertyUniqClientMessageIDKeyIdx)
-	var keys []string
-	if k, ok := v.Property(message.PropertyKeys); ok && len(k) > 0 {
-		keys = strings.Split(string(k), " ")
-	}
-	if len(u) == 0 && len(keys) == 0 {
+	u, k := message.PropertyPairBytes(v.Properties(), message.PropertyUniqClientMessageIDKeyIdx, message.PropertyKeys)
+	if len(u) == 0 && len(k) == 0 {
 		return nil
 	}
-	return x.svc.Put(string(v.Topic()), keys, string(u), phy, v.StoreTimestamp())
+	// The strings alias rec: Put only hashes them and keeps none.
+	keys := x.keys[:0]
+	for len(k) > 0 {
+		part := k
+		if i := bytes.IndexByte(k, ' '); i >= 0 {
+			part, k = k[:i], k[i+1:]
+		} else {
+			k = nil
+		}
+		if len(part) > 0 {
+			keys = append(keys, unsafe.String(&part[0], len(part)))
+		}
+	}
+	x.keys = keys[:0]
+	return x.svc.Put(bytesString(v.Topic()), keys, bytesString(u), phy, v.StoreTimestamp())
+}
+
+// bytesString is b as a string without a copy; b must not change while
+// the string is in use.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func (x *indexDispatcher) fail(err error) {

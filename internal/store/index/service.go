@@ -227,6 +227,8 @@ func (s *Service) closeFiles() {
 // RocketMQ does not index (rollback transaction records). All keys of a
 // record go to one file; a record that does not fit starts a new one. After
 // a write error Put returns ErrBroken (wrapping the cause) until restart.
+// Put keeps none of its strings (it stores their hashes), so they may
+// alias a buffer the caller reuses.
 func (s *Service) Put(topic string, keys []string, uniqKey string, phyOffset, storeTimestamp int64) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -246,12 +248,13 @@ func (s *Service) Put(topic string, keys []string, uniqKey string, phyOffset, st
 		return nil
 	}
 	hashes := s.hashes[:0]
+	prefix := topicPrefixHash(topic)
 	if uniqKey != "" {
-		hashes = append(hashes, TopicKeyHash(topic, uniqKey))
+		hashes = append(hashes, absKeyHash(javaStringHashFrom(prefix, uniqKey)))
 	}
 	for _, k := range keys {
 		if k != "" {
-			hashes = append(hashes, TopicKeyHash(topic, k))
+			hashes = append(hashes, absKeyHash(javaStringHashFrom(prefix, k)))
 		}
 	}
 	s.hashes = hashes

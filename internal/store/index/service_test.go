@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/spoolmq/spool/internal/vfs"
 )
@@ -97,6 +99,38 @@ func TestTopicKeyHashIsKeyHashOfIndexKey(t *testing.T) {
 		for _, key := range parts {
 			if got, want := TopicKeyHash(topic, key), KeyHash(topic+"#"+key); got != want {
 				t.Errorf("TopicKeyHash(%q, %q) = %d, KeyHash of the joined key = %d", topic, key, got, want)
+			}
+		}
+	}
+}
+
+// TestJavaStringHashOverUTF16Units checks the hash, whose ASCII runs are
+// taken four bytes at a time, against the plain definition over Java's
+// UTF-16 code units, for every length up to 13 and a non-ASCII character
+// (or invalid byte) at each position.
+func TestJavaStringHashOverUTF16Units(t *testing.T) {
+	plain := func(s string) int32 {
+		var h int32
+		for _, u := range utf16.Encode([]rune(s)) {
+			h = 31*h + int32(u)
+		}
+		return h
+	}
+	for n := 0; n <= 13; n++ {
+		ascii := strings.Repeat("k", n)
+		ascii = ascii[:n/2] + strings.Repeat("~", n-n/2) // two ASCII bytes, both ends of the range
+		if got, want := javaStringHash(ascii), plain(ascii); got != want {
+			t.Errorf("javaStringHash(%q) = %d, want %d", ascii, got, want)
+		}
+		for i := 0; i <= n; i++ {
+			for _, odd := range []string{"é", "\U0001F600", "\x80", "\xe2\x82"} {
+				s := ascii[:i] + odd + ascii[i:]
+				if got, want := javaStringHash(s), plain(s); got != want {
+					t.Errorf("javaStringHash(%q) = %d, want %d", s, got, want)
+				}
+				if got, want := javaStringHashFrom(javaStringHash(ascii[:i]), odd+ascii[i:]), plain(s); got != want {
+					t.Errorf("javaStringHashFrom over %q split at %d = %d, want %d", s, i, got, want)
+				}
 			}
 		}
 	}
