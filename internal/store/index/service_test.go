@@ -117,8 +117,8 @@ func TestJavaStringHashOverUTF16Units(t *testing.T) {
 		return h
 	}
 	for n := 0; n <= 13; n++ {
-		ascii := strings.Repeat("k", n)
-		ascii = ascii[:n/2] + strings.Repeat("~", n-n/2) // two ASCII bytes, both ends of the range
+		// ASCII from both ends of its range: NUL and DEL, with letters.
+		ascii := strings.Repeat("\x00k", n)[:n/2] + strings.Repeat("\x7fZ", n)[:n-n/2]
 		if got, want := javaStringHash(ascii), plain(ascii); got != want {
 			t.Errorf("javaStringHash(%q) = %d, want %d", ascii, got, want)
 		}
