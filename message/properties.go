@@ -242,10 +242,8 @@ func PropertyBytes(props []byte, name string) ([]byte, bool) {
 		} else {
 			props = nil
 		}
-		if len(seg) > len(name) && string(seg[:len(name)]) == name && seg[len(name)] == NameValueSeparator {
-			if v := seg[len(name)+1:]; len(v) > 0 {
-				val, found = v, true
-			}
+		if v, ok := propertyValue(seg, name); ok {
+			val, found = v, true
 		}
 	}
 	return val, found

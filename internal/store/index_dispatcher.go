@@ -224,7 +224,7 @@ func (x *indexDispatcher) index(rec []byte, phy int64) error {
 			k = nil
 		}
 		if len(part) > 0 {
-			keys = append(keys, unsafe.String(&part[0], len(part)))
+			keys = append(keys, bytesString(part))
 		}
 	}
 	x.keys = keys[:0]
