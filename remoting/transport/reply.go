@@ -120,7 +120,10 @@ func (c *Conn) Defer(req *remoting.Command) *Responder {
 // handler's own (a field of the state it allocates for the request
 // anyway), so that answering later costs no allocation of its own. r must
 // be a zero Responder, used for this one request and never copied; one
-// already used gets a Responder of its own, as from Defer.
+// already used gets a Responder of its own, as from Defer. When r is
+// completed with an owner (ReplyPiecesOf), the transport touches r no
+// more once it releases the owner, so the owner's Release may give r's
+// memory back for another request's DeferIn.
 func (c *Conn) DeferIn(r *Responder, req *remoting.Command) *Responder {
 	if r == nil || r.c != nil {
 		return c.Defer(req)
@@ -177,8 +180,9 @@ func (r *Responder) Send(rep Reply) {
 // the handler is still running (no lock, no hand-off), else the writer.
 func (r *Responder) complete(it outItem) {
 	if !r.once.CompareAndSwap(false, true) {
+		c, req := r.c, r.req
 		it.release()
-		misuse(r.c, r.req, "request completed twice")
+		misuse(c, req, "request completed twice")
 		return
 	}
 	r.out = it
@@ -210,10 +214,10 @@ func (r *Responder) complete(it outItem) {
 // unsent drops the completion of a released responder; the observer sees
 // it as unsent.
 func (r *Responder) unsent(it outItem) {
-	it.release()
 	if o := r.c.cfg.onReply; o != nil && it.cmd != nil && !r.req.IsOneway() {
 		(*o)(r.req, Answer{Code: it.cmd.Code, Elapsed: time.Duration(monoNow() - r.start), LongPolled: r.long.Load(), Unsent: true})
 	}
+	it.release() // last: the owner may reuse r's memory
 }
 
 // answer passes a response to the server's reply observer, if any, and
@@ -282,8 +286,9 @@ func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start int
 	}
 	if req.IsOneway() {
 		if r != nil && !r.state.CompareAndSwap(respRunning, respReleased) {
-			r.out.release() // completed early: nothing is sent
+			it := r.out // completed early: nothing is sent
 			r.out = outItem{}
+			it.release() // last: the owner may reuse r's memory
 		}
 		rep.release()
 		c.inflight.Add(-1)
@@ -291,8 +296,7 @@ func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start int
 	}
 	switch {
 	case r != nil:
-		if r.state.CompareAndSwap(respRunning, respHeld) {
-			c.hold(r)
+		if c.hold(r) {
 			return
 		}
 		it := r.out // completed before the handler returned
@@ -311,19 +315,24 @@ func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start int
 	}
 }
 
-// hold links a responder whose handler returned into the held list, or
-// releases it when the connection has closed.
-func (c *Conn) hold(r *Responder) {
+// hold moves a responder whose handler returned uncompleted to held and
+// links it into the held list, or releases it when the connection has
+// closed; false when it was completed early (the caller writes its
+// answer). The move and the link are one step under c.hmu, which a later
+// completion takes before it answers: r is never touched here once its
+// answer may have been written and its owner released (which may reuse
+// r's memory, see DeferIn).
+func (c *Conn) hold(r *Responder) bool {
 	c.hmu.Lock()
-	if r.state.Load() != respHeld {
-		c.hmu.Unlock() // completed meanwhile
-		return
+	if !r.state.CompareAndSwap(respRunning, respHeld) {
+		c.hmu.Unlock() // completed early
+		return false
 	}
 	if c.heldClosed {
 		r.state.Store(respReleased)
 		c.hmu.Unlock()
 		c.inflight.Add(-1)
-		return
+		return true
 	}
 	if r.since = r.start; r.since == 0 {
 		r.since = monoNow() // no observer: the time is read for the held timeout only
@@ -337,6 +346,7 @@ func (c *Conn) hold(r *Responder) {
 	}
 	c.heldTail = r
 	c.hmu.Unlock()
+	return true
 }
 
 // unlinkHeld removes r from the held list; c.hmu is held.

@@ -1,8 +1,11 @@
 package transport
 
 import (
+	"encoding/binary"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/remoting"
 )
@@ -102,4 +105,86 @@ func TestDeferInAnswers(t *testing.T) {
 	if reused.Load() != 6 {
 		t.Fatalf("a used responder was handed out again (%d of 6 refused)", reused.Load())
 	}
+}
+
+// reusedState is a handler's per-request memory taken from a free list and
+// given back by the answer's owner release, as a broker pools the state of
+// a send: the responder and the answer's body live in it.
+type reusedState struct {
+	rs   Responder
+	body [8]byte
+	free chan *reusedState
+}
+
+// Release overwrites the state, as its next request would, and gives it
+// back.
+func (st *reusedState) Release() {
+	free := st.free
+	*st = reusedState{free: free}
+	st.body = [8]byte{'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x'}
+	select {
+	case free <- st:
+	default:
+	}
+}
+
+// Once a responder's owner is released the transport touches neither the
+// responder nor the answer: a handler may reuse that memory for its next
+// request. Answers completed early, from other goroutines and after the
+// handler returned all carry their own body (written from the state), and
+// the race detector sees no access to a state after its release.
+func TestResponderMemoryReusedAfterOwnerRelease(t *testing.T) {
+	free := make(chan *reusedState, 512)
+	_, addr := startServer(t, ServerConfig{}, func(s *Server) {
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			var st *reusedState
+			select {
+			case st = <-free:
+			default:
+				st = &reusedState{free: free}
+			}
+			r := c.DeferIn(&st.rs, req)
+			if r != &st.rs {
+				t.Errorf("a released state's responder was not reused")
+			}
+			binary.BigEndian.PutUint64(st.body[:], uint64(req.Opaque))
+			resp := remoting.NewResponse(req, remoting.Success, "")
+			resp.Body = st.body[:]
+			switch req.Opaque % 3 {
+			case 0:
+				r.ReplyPiecesOf(resp, nil, st) // before the handler returns
+			case 1:
+				go r.ReplyPiecesOf(resp, nil, st)
+			default:
+				go func() {
+					time.Sleep(time.Duration(req.Opaque%7) * 10 * time.Microsecond)
+					r.ReplyPiecesOf(resp, nil, st)
+				}()
+			}
+			return Later(r)
+		}, nil)
+	})
+	var wg sync.WaitGroup
+	for range 4 {
+		rc := dialRaw(t, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 30 {
+				for i := range 64 {
+					rc.send(request(codeEcho, int32(round*64+i), remoting.SerializeRocketMQ))
+				}
+				seen := map[int32]bool{}
+				for range 64 {
+					a := rc.read()
+					if a.Code != remoting.Success || len(a.Body) != 8 || int32(binary.BigEndian.Uint64(a.Body)) != a.Opaque || seen[a.Opaque] {
+						t.Errorf("answer for opaque %d: code %d body %q (reused before it was written?)", a.Opaque, a.Code, a.Body)
+						return
+					}
+					seen[a.Opaque] = true
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
