@@ -209,14 +209,21 @@ func (d *Path) Flow() *Flow { return d.flow }
 // replyLater completes a deferred request with resp, once the topic it
 // created is registered when it waits for that.
 func (d *Path) replyLater(r *transport.Responder, resp *remoting.Command) {
+	d.replyLaterOf(r, resp, nil)
+}
+
+// replyLaterOf is replyLater with the owner of the memory the answer and
+// the responder live in (nil: none), released once the answer is written
+// or dropped.
+func (d *Path) replyLaterOf(r *transport.Responder, resp *remoting.Command, owner transport.Releaser) {
 	if wait := d.routeWait(r.Request()); wait != nil {
 		go func() {
 			<-wait
-			r.Reply(resp)
+			r.ReplyPiecesOf(resp, nil, owner)
 		}()
 		return
 	}
-	r.Reply(resp)
+	r.ReplyPiecesOf(resp, nil, owner)
 }
 
 // nowMillis is the injected clock in milliseconds.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/spoolmq/spool/internal/metadata"
@@ -44,6 +45,22 @@ type sendTarget struct {
 	props [plainPropsScratch]byte
 }
 
+// targets holds send targets given back by Release. A target is taken for
+// every send; only a plain single send's is given back (the answer it
+// holds, written by the transport, is the last use of it): a target that
+// leaves HandleSend any other way is left to the collector.
+var targets = sync.Pool{New: func() any { return new(sendTarget) }}
+
+// Release gives t back for another send once the transport has written or
+// dropped the answer that lives in it (ReplyPiecesOf with t as owner). By
+// then the store has copied the message and nothing kept a string over
+// t's properties: the index keeps hashes, and the topic and the keys of
+// statistics come from the request's header, not from t.
+func (t *sendTarget) Release() {
+	*t = sendTarget{}
+	targets.Put(t)
+}
+
 // plainPropsScratch is the room for a single send's stored properties in
 // its target: a client's tags, keys and UNIQ_KEY with the broker's
 // additions fit; longer ones get a buffer of their own.
@@ -53,7 +70,7 @@ const plainPropsScratch = 320
 // It answers validation failures at once; a message that reaches the store
 // is answered from the store's completion, so no worker waits for a flush.
 func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
-	t := &sendTarget{}
+	t := targets.Get().(*sendTarget)
 	room := 0
 	if req.Code != remoting.SendBatchMessage {
 		room = plainPropertiesRoom(d.config())
@@ -190,14 +207,14 @@ func (d *Path) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarge
 		return transport.Respond(resp)
 	}
 	m.PropertiesString = message.EncodeProperties(props)
-	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx], &t.rs, &t.answer)
+	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx], &t.rs, &t.answer, nil)
 }
 
 // putSingle stores a single message whose PropertiesString is final and
 // answers from the store's completion, through the responder placed in
 // rs (a zero Responder of the caller's; nil: one of its own), with the
 // answer placed in room (nil: one of its own).
-func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string, rsIn *transport.Responder, room *remoting.ResponseRoom) transport.Reply {
+func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string, rsIn *transport.Responder, room *remoting.ResponseRoom, owner transport.Releaser) transport.Reply {
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
@@ -210,7 +227,7 @@ func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.In
 		resp := d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}, room)
 		d.attachRecallHandle(req, m, resp)
 		d.countRetryToDLQ(m, resp)
-		d.replyLater(rs, resp)
+		d.replyLaterOf(rs, resp, owner) // last: owner may reuse m, rs and room
 	})
 	if err != nil {
 		return transport.Respond(remoting.NewResponse(req, timer.ResponseCode(err), err.Error()))
@@ -315,7 +332,7 @@ func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget
 	// buf is never written again; the bytes before len(ps.s) were never
 	// written after ps.s was made from them.
 	m.PropertiesString = unsafe.String(unsafe.SliceData(buf), len(buf))
-	return d.putSingle(c, req, m, t.queueID, ps.uniq, &t.rs, &t.answer)
+	return d.putSingle(c, req, m, t.queueID, ps.uniq, &t.rs, &t.answer, t)
 }
 
 // plainPropertiesRoom is what sendPlain appends to a client's properties at
