@@ -43,13 +43,28 @@ type sendTarget struct {
 	// props is the room for propsBuf of a single send's usual properties
 	// (a client's few and the broker's), so they come with the target too.
 	props [plainPropsScratch]byte
+
+	// What the store's completion of a single send needs (see onPut).
+	d        *Path
+	req      *remoting.Command
+	rsp      *transport.Responder
+	uniq     string
+	putStart int64
+	owner    transport.Releaser
+	// putDone is t.onPut, made once per target and kept when the target
+	// is reused, so that a put's completion costs no allocation.
+	putDone func(store.PutResult)
 }
 
 // targets holds send targets given back by Release. A target is taken for
 // every send; only a plain single send's is given back (the answer it
 // holds, written by the transport, is the last use of it): a target that
 // leaves HandleSend any other way is left to the collector.
-var targets = sync.Pool{New: func() any { return new(sendTarget) }}
+var targets = sync.Pool{New: func() any {
+	t := new(sendTarget)
+	t.putDone = t.onPut
+	return t
+}}
 
 // Release gives t back for another send once the transport has written or
 // dropped the answer that lives in it (ReplyPiecesOf with t as owner). By
@@ -57,7 +72,8 @@ var targets = sync.Pool{New: func() any { return new(sendTarget) }}
 // t's properties: the index keeps hashes, and the topic and the keys of
 // statistics come from the request's header, not from t.
 func (t *sendTarget) Release() {
-	*t = sendTarget{}
+	done := t.putDone
+	*t = sendTarget{putDone: done}
 	targets.Put(t)
 }
 
@@ -207,32 +223,41 @@ func (d *Path) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarge
 		return transport.Respond(resp)
 	}
 	m.PropertiesString = message.EncodeProperties(props)
-	return d.putSingle(c, req, m, t.queueID, props[message.PropertyUniqClientMessageIDKeyIdx], &t.rs, &t.answer, nil)
+	return d.putSingle(c, req, t, props[message.PropertyUniqClientMessageIDKeyIdx], nil)
 }
 
-// putSingle stores a single message whose PropertiesString is final and
-// answers from the store's completion, through the responder placed in
-// rs (a zero Responder of the caller's; nil: one of its own), with the
-// answer placed in room (nil: one of its own).
-func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, m *message.Inner, reportQueue int32, uniq string, rsIn *transport.Responder, room *remoting.ResponseRoom, owner transport.Releaser) transport.Reply {
+// putSingle stores t's message (t.msg), whose PropertiesString is final,
+// and answers from the store's completion (onPut) through t's responder
+// with the answer in t's room; owner, when not nil, is released once the
+// answer is written or dropped.
+func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, t *sendTarget, uniq string, owner transport.Releaser) transport.Reply {
+	m := &t.msg
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"the message properties are %d bytes, more than the limit of %d", len(m.PropertiesString), message.MaxPropertiesLen)))
 	}
-	rs := c.DeferIn(rsIn, req)
-	start := putStart()
-	err := d.PutMessage(m, func(r store.PutResult) {
-		d.countPut(m.Topic, r)
-		d.countTopicPut(m.Topic, m.QueueID, r, start)
-		resp := d.sendResponse(req, r, reportQueue, uniq, []int64{r.WroteOffset}, room)
-		d.attachRecallHandle(req, m, resp)
-		d.countRetryToDLQ(m, resp)
-		d.replyLaterOf(rs, resp, owner) // last: owner may reuse m, rs and room
-	})
-	if err != nil {
+	rs := c.DeferIn(&t.rs, req)
+	t.d, t.req, t.rsp, t.uniq, t.owner = d, req, rs, uniq, owner
+	t.putStart = putStart()
+	if t.putDone == nil {
+		t.putDone = t.onPut // a target not from the pool
+	}
+	if err := d.PutMessage(m, t.putDone); err != nil {
 		return transport.Respond(remoting.NewResponse(req, timer.ResponseCode(err), err.Error()))
 	}
 	return transport.Later(rs)
+}
+
+// onPut is the store's completion of a single send: it counts the put and
+// answers. Answering is its last use of t, whose owner may reuse it.
+func (t *sendTarget) onPut(r store.PutResult) {
+	d, req, m := t.d, t.req, &t.msg
+	d.countPut(m.Topic, r)
+	d.countTopicPut(m.Topic, m.QueueID, r, t.putStart)
+	resp := d.sendResponse(req, r, t.queueID, t.uniq, []int64{r.WroteOffset}, &t.answer)
+	d.attachRecallHandle(req, m, resp)
+	d.countRetryToDLQ(m, resp)
+	d.replyLaterOf(t.rsp, resp, t.owner)
 }
 
 // plainProperties is what sendPlain needs of a property string that
@@ -332,7 +357,7 @@ func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget
 	// buf is never written again; the bytes before len(ps.s) were never
 	// written after ps.s was made from them.
 	m.PropertiesString = unsafe.String(unsafe.SliceData(buf), len(buf))
-	return d.putSingle(c, req, m, t.queueID, ps.uniq, &t.rs, &t.answer, t)
+	return d.putSingle(c, req, t, ps.uniq, t)
 }
 
 // plainPropertiesRoom is what sendPlain appends to a client's properties at
