@@ -22,9 +22,9 @@ func DecodeBatchBody(body []byte, maxMembers int) ([]BatchMember, error) {
 }
 
 // DecodeBatchBodyView is DecodeBatchBody with each member's
-// PropertiesString aliasing body as well (no copy): body must never be
-// written again while the members are in use (a request's body, which its
-// handler owns for good, qualifies).
+// PropertiesString aliasing body as well (no copy): body must not be
+// written while the members are in use (a request's body while its
+// handler runs qualifies).
 func DecodeBatchBodyView(body []byte, maxMembers int) ([]BatchMember, error) {
 	return decodeBatchBody(body, maxMembers, true)
 }

@@ -57,6 +57,10 @@ func (b *Broker) registerProcessors() {
 	// event loop runs it inline; everything else read by a loop goes to
 	// its executor's workers.
 	b.server.RunsOnLoop(remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage)
+	// HandleSend reads the body only until it returns (the store copies
+	// the message into its record before PutMessage returns), so a loop
+	// lends it the body in its read buffer instead of copying it out.
+	b.server.BorrowsBody(remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage)
 	regLater(remoting.SendMessage, b.data.HandleSend, b.sendEx)
 	regLater(remoting.SendMessageV2, b.data.HandleSend, b.sendEx)
 	regLater(remoting.SendBatchMessage, b.data.HandleSend, b.sendEx)

@@ -85,8 +85,17 @@ const plainPropsScratch = 320
 // HandleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
 // It answers validation failures at once; a message that reaches the store
 // is answered from the store's completion, so no worker waits for a flush.
+// It reads req.Body only until it returns (transport.Server.BorrowsBody):
+// every path stores the message, which copies the body into its record,
+// before returning, and nothing it leaves behind (the completion, the
+// answer, statistics) refers to the body.
 func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
-	t := targets.Get().(*sendTarget)
+	var t *sendTarget
+	if req.Code == remoting.SendBatchMessage {
+		t = &sendTarget{} // a batch's target is not given back
+	} else {
+		t = targets.Get().(*sendTarget)
+	}
 	room := 0
 	if req.Code != remoting.SendBatchMessage {
 		room = plainPropertiesRoom(d.config())
@@ -461,8 +470,9 @@ func (d *Path) sendBatch(c *transport.Conn, req *remoting.Command, t *sendTarget
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf(
 			"message body size exceeded: batch body %d bytes, maxMessageSize %d", len(req.Body), limit)))
 	}
-	// The members' properties alias the request's body, which is never
-	// written again; the broker's properties are added in one new string.
+	// The members' properties alias the request's body, which stays as it
+	// is until this handler returns (the store has copied the records by
+	// then); the broker's properties are added in one new string.
 	members, err := message.DecodeBatchBodyView(req.Body, 0)
 	if err != nil {
 		return transport.Respond(remoting.NewResponse(req, remoting.MessageIllegal, err.Error()))

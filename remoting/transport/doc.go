@@ -52,9 +52,12 @@
 // every other request goes to the executor's workers, whose answers are
 // written by the goroutine that completes them, without blocking, joining
 // a write in progress when there is one. A full socket is finished by the
-// loop on EPOLLOUT. Pauses (write queue, body budget), idle closing, frame
-// limits and every rule below are the same in both modes; TLS listeners
-// and clients always use goroutines.
+// loop on EPOLLOUT. A request's body is copied out of the loop's read
+// buffer before the request goes anywhere but a handler of a code declared
+// to read it only until it returns (BorrowsBody), which the loop runs with
+// the body where it was read. Pauses (write queue, body budget), idle
+// closing, frame limits and every rule below are the same in both modes;
+// TLS listeners and clients always use goroutines.
 //
 // # Admission
 //

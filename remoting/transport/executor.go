@@ -170,6 +170,7 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInl
 	if enq.IsZero() {
 		enq = time.Now() // read only for a queued request: one run inline never waits
 	}
+	c.ownBody(req) // a worker runs it after the loop has read on
 	e.q.push(task{c: c, req: req, h: h, enq: enq})
 	e.budget.add(len(req.Body))
 	if e.q.len() == 1 && e.timer != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"testing"
 	"time"
 	"unsafe"
 
@@ -166,7 +167,10 @@ type loopConn struct {
 	remote  net.Addr
 
 	// The loop's active run's (or, while held, the displaced run's):
-	pend       []byte // bytes of an incomplete frame
+	pend []byte // bytes of an incomplete frame
+	// loaned is the body of the frame being dispatched while it is still
+	// in the buffer it was read into (see Conn.ownBody).
+	loaned     []byte
 	lastRead   time.Time
 	pauseSince time.Time
 	onBudget   bool
@@ -822,10 +826,18 @@ func (r *loopRun) serve(c *Conn, b []byte, owned bool) {
 		if owned && len(b) == 0 && size == cap(lc.pend) && &frame[0] == &lc.pend[0] {
 			lc.pend = nil // the body aliases the buffer made for this frame
 		} else if cmd.Body != nil {
-			cmd.Body = append([]byte(nil), cmd.Body...)
+			// Lent to the dispatch: copied by the paths that keep it
+			// (ownBody), left in place for a handler that borrows it.
+			lc.loaned = cmd.Body
 		}
 		c.pipelined = len(b) > 0
 		r.dispatch(c, cmd)
+		if lc.loaned != nil {
+			if poisonLoans {
+				fillPoison(lc.loaned)
+			}
+			lc.loaned = nil
+		}
 		if r.displaced.Load() {
 			r.letGo(c, b, owned)
 			return
@@ -872,6 +884,7 @@ func (lc *loopConn) keep(rest []byte, owned bool) {
 // watchdog sees how long it takes.
 func (r *loopRun) dispatch(c *Conn, cmd *remoting.Command) {
 	if cmd.IsResponse() {
+		c.ownBody(cmd)
 		cmd.ExtMap()
 		c.complete(cmd)
 		return
@@ -1087,4 +1100,29 @@ func (r *loopRun) flushDirty() {
 		r.dirty = dirty[:0]
 	}
 	r.dmu.Unlock()
+}
+
+// ownBody gives req the bytes of its body when the loop lent them (the
+// frame's body is still in the buffer it was read into): for a request
+// kept past its dispatch, or a code whose handler does not borrow it.
+func (c *Conn) ownBody(req *remoting.Command) {
+	if lc := c.lp; lc != nil && lc.loaned != nil {
+		if len(req.Body) > 0 && &req.Body[0] == &lc.loaned[0] {
+			req.Body = append([]byte(nil), req.Body...)
+		}
+		lc.loaned = nil
+	}
+}
+
+// poisonLoans makes the loop overwrite a lent body once its dispatch has
+// returned, so that a handler that kept it reads garbage: in test
+// binaries, and where SPOOL_POISON_LOANED_BODIES=1 (the end-to-end tests
+// set it for their brokers).
+var poisonLoans = testing.Testing() || os.Getenv("SPOOL_POISON_LOANED_BODIES") == "1"
+
+// fillPoison overwrites b with a pattern no test sends.
+func fillPoison(b []byte) {
+	for i := range b {
+		b[i] = 0xEE
+	}
 }

@@ -87,8 +87,9 @@ type routeTable struct {
 	def ReplyHandler
 	// flags holds what codes declared of their handlers: extInline (they
 	// read ext fields through Command.LookupExt and Ext, so their requests
-	// keep the inline table) and onLoop (they never block, so an event
-	// loop may run them inline).
+	// keep the inline table), onLoop (they never block, so an event
+	// loop may run them inline) and borrowsBody (they read the body only
+	// until they return).
 	flags map[int32]routeFlags
 }
 
@@ -98,6 +99,7 @@ type routeFlags uint8
 const (
 	extInline routeFlags = 1 << iota
 	onLoop
+	borrowsBody
 )
 
 // withFlags returns a copy of t whose codes have f set too.
@@ -259,6 +261,19 @@ func (s *Server) RunsOnLoop(codes ...int32) {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	s.routes.Store(s.routes.Load().withFlags(onLoop, codes))
+}
+
+// BorrowsBody declares that the handlers of codes read a request's body
+// only until they return (one that keeps it, or a part of it, copies it).
+// An event loop then runs such a request, when it runs it inline, with
+// the body where it was read, in the loop's buffer, instead of copying it
+// out; a request handed to a worker gets a copy first, as does every
+// request of other codes. It may be called before or after the codes are
+// registered.
+func (s *Server) BorrowsBody(codes ...int32) {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	s.routes.Store(s.routes.Load().withFlags(borrowsBody, codes))
 }
 
 // ReplyObserver sees every response the server's handlers give to a
@@ -511,6 +526,9 @@ func (s *Server) dispatch(c *Conn, req *remoting.Command) {
 	}
 	t := s.routes.Load()
 	flags := t.flags[req.Code]
+	if flags&borrowsBody == 0 {
+		c.ownBody(req)
+	}
 	if s.cfg.Authorize != nil || flags&extInline == 0 {
 		req.ExtMap()
 	}

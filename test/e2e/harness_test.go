@@ -63,6 +63,10 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
+	// Every broker started here overwrites a request body lent to a
+	// handler once the handler returns, so that a path keeping one would
+	// store or serve garbage the tests see.
+	os.Setenv("SPOOL_POISON_LOANED_BODIES", "1")
 	code := m.Run()
 	if sharedSp != nil {
 		if err := sharedSp.terminate(); err != nil {
