@@ -171,6 +171,9 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInl
 		enq = time.Now() // read only for a queued request: one run inline never waits
 	}
 	c.ownBody(req) // a worker runs it after the loop has read on
+	// Counted before a worker can take it: once its answer is out, the
+	// figures include it.
+	e.queued.Add(1)
 	e.q.push(task{c: c, req: req, h: h, enq: enq})
 	e.budget.add(len(req.Body))
 	if e.q.len() == 1 && e.timer != nil {
@@ -178,7 +181,6 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInl
 	}
 	e.cond.Signal()
 	e.mu.Unlock()
-	e.queued.Add(1)
 }
 
 // Resume queues run(r) for a deferred request whose handler returned
@@ -203,6 +205,7 @@ func (e *Executor) Resume(r *Responder, run func(*Responder)) {
 			n, e.cfg.QueueCapacity)))
 		return
 	}
+	e.resumed.Add(1) // before a worker can take it, as for submit
 	e.q.push(task{c: r.c, req: r.req, enq: time.Now(), r: r, resume: run})
 	e.budget.add(len(r.req.Body))
 	if e.q.len() == 1 && e.timer != nil {
@@ -210,7 +213,6 @@ func (e *Executor) Resume(r *Responder, run func(*Responder)) {
 	}
 	e.cond.Signal()
 	e.mu.Unlock()
-	e.resumed.Add(1)
 }
 
 // refuse answers t SYSTEM_BUSY without running it.

@@ -207,6 +207,11 @@ func TestLoopRunDisplacedByAHeldHandler(t *testing.T) {
 		}, ex)
 		s.RunsOnLoop(codeEcho)
 	})
+	// A failure below must not leave the handler held: the server's
+	// Close, run after this, waits for it.
+	var open sync.Once
+	release := func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(release)
 	a, b := dialRaw(t, addr), dialRaw(t, addr)
 	held := request(codeEcho, 1, remoting.SerializeJSON)
 	held.ExtFields["block"] = "1"
@@ -222,7 +227,7 @@ func TestLoopRunDisplacedByAHeldHandler(t *testing.T) {
 		t.Fatalf("while held, b's requests ran inline: %+v", st)
 	}
 	a.send(request(codeEcho, 2, remoting.SerializeJSON))
-	close(gate)
+	release()
 	for _, want := range []int32{1, 2} {
 		if r := a.read(); r.Opaque != want || r.Code != remoting.Success {
 			t.Fatalf("a's answer %+v, want opaque %d", r, want)
