@@ -41,13 +41,18 @@ func BenchmarkEncodeSendMessage(b *testing.B) {
 }
 
 func BenchmarkDecodeSendMessage(b *testing.B) {
+	benchDecode(b, sendMessageRequest, DecodeFrame)
+}
+
+// benchDecode measures decode over the frame of req in each serialization.
+func benchDecode(b *testing.B, req func(SerializeType) *Command, decode func([]byte) (*Command, error)) {
 	for _, s := range serializations {
 		b.Run(s.name, func(b *testing.B) {
-			frame, _ := Encode(sendMessageRequest(s.st))
+			frame, _ := Encode(req(s.st))
 			b.SetBytes(int64(len(frame)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := DecodeFrame(frame[4:]); err != nil {
+				if _, err := decode(frame[4:]); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -68,18 +73,7 @@ func sendV2Request(st SerializeType) *Command {
 }
 
 func BenchmarkDecodeSendHeaderV2(b *testing.B) {
-	for _, s := range serializations {
-		b.Run(s.name, func(b *testing.B) {
-			frame, _ := Encode(sendV2Request(s.st))
-			b.SetBytes(int64(len(frame)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := DecodeFrameInline(frame[4:]); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchDecode(b, sendV2Request, DecodeFrameInline)
 }
 
 // BenchmarkReadCommandSendMessage reads frames from a buffered stream, as

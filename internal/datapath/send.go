@@ -90,15 +90,9 @@ const plainPropsScratch = 320
 // before returning, and nothing it leaves behind (the completion, the
 // answer, statistics) refers to the body.
 func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
-	var t *sendTarget
-	if req.Code == remoting.SendBatchMessage {
-		t = &sendTarget{} // a batch's target is not given back
-	} else {
-		t = targets.Get().(*sendTarget)
-	}
-	room := 0
+	t, room := &sendTarget{}, 0 // a batch's target is not given back
 	if req.Code != remoting.SendBatchMessage {
-		room = plainPropertiesRoom(d.config())
+		t, room = targets.Get().(*sendTarget), plainPropertiesRoom(d.config())
 	}
 	var err error
 	var scratch []byte
@@ -236,9 +230,9 @@ func (d *Path) sendSingle(c *transport.Conn, req *remoting.Command, t *sendTarge
 }
 
 // putSingle stores t's message (t.msg), whose PropertiesString is final,
-// and answers from the store's completion (onPut) through t's responder
-// with the answer in t's room; owner, when not nil, is released once the
-// answer is written or dropped.
+// and answers from the store's completion (t.putDone, so t comes from
+// targets) through t's responder with the answer in t's room; owner, when
+// not nil, is released once the answer is written or dropped.
 func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, t *sendTarget, uniq string, owner transport.Releaser) transport.Reply {
 	m := &t.msg
 	if len(m.PropertiesString) > message.MaxPropertiesLen {
@@ -248,9 +242,6 @@ func (d *Path) putSingle(c *transport.Conn, req *remoting.Command, t *sendTarget
 	rs := c.DeferIn(&t.rs, req)
 	t.d, t.req, t.rsp, t.uniq, t.owner = d, req, rs, uniq, owner
 	t.putStart = putStart()
-	if t.putDone == nil {
-		t.putDone = t.onPut // a target not from the pool
-	}
 	if err := d.PutMessage(m, t.putDone); err != nil {
 		return transport.Respond(remoting.NewResponse(req, timer.ResponseCode(err), err.Error()))
 	}

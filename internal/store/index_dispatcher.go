@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"sync"
@@ -215,18 +214,7 @@ func (x *indexDispatcher) index(rec []byte, phy int64) error {
 		return nil
 	}
 	// The strings alias rec: Put only hashes them and keeps none.
-	keys := x.keys[:0]
-	for len(k) > 0 {
-		part := k
-		if i := bytes.IndexByte(k, ' '); i >= 0 {
-			part, k = k[:i], k[i+1:]
-		} else {
-			k = nil
-		}
-		if len(part) > 0 {
-			keys = append(keys, bytesString(part))
-		}
-	}
+	keys := index.AppendKeys(x.keys[:0], bytesString(k))
 	x.keys = keys[:0]
 	return x.svc.Put(bytesString(v.Topic()), keys, bytesString(u), phy, v.StoreTimestamp())
 }

@@ -66,12 +66,22 @@ func SplitKeys(keys string) []string {
 	if keys == "" {
 		return nil
 	}
-	parts := strings.Split(keys, " ")
-	out := parts[:0]
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
+	return AppendKeys(nil, keys)
+}
+
+// AppendKeys is SplitKeys appending to dst: the parts are substrings of
+// keys, and nothing is allocated while dst has room.
+func AppendKeys(dst []string, keys string) []string {
+	for keys != "" {
+		part := keys
+		if i := strings.IndexByte(keys, ' '); i >= 0 {
+			part, keys = keys[:i], keys[i+1:]
+		} else {
+			keys = ""
+		}
+		if part != "" {
+			dst = append(dst, part)
 		}
 	}
-	return out
+	return dst
 }

@@ -143,6 +143,9 @@ func TestSplitKeys(t *testing.T) {
 	if SplitKeys("") != nil {
 		t.Fatal("empty")
 	}
+	if got := AppendKeys([]string{"x"}, "a  b "); !slices.Equal(got, []string{"x", "a", "b"}) {
+		t.Fatalf("AppendKeys kept %q", got)
+	}
 }
 
 func TestFileNameFormat(t *testing.T) {
