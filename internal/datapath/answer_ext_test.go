@@ -52,9 +52,18 @@ func sameOnTheWire(t *testing.T, typed, mapped *remoting.Command) {
 
 func TestPullAnswerFieldsMatchTheMap(t *testing.T) {
 	req := &remoting.Command{Code: remoting.PullMessage, Opaque: 77}
-	for _, c := range [][4]int64{{0, 64, 0, 128}, {1, -1, 3, 9223372036854775807}, {0, 0, 0, 0}} {
-		typed := pullAnswer(req, "FOUND", c[0], c[1], c[2], c[3])
-		typed.Code = remoting.Success
+	// A pullReply's room is used for every case after the first, as the
+	// pool hands a released reply to the next pull: the room must not keep
+	// a field of the answer it held before.
+	reused := new(pullReply)
+	for i, c := range [][4]int64{{0, 64, 0, 128}, {1, -1, 3, 9223372036854775807}, {0, 0, 0, 0}} {
+		var room *remoting.ResponseRoom
+		if i > 0 {
+			reused.Release()
+			reused = pullReplies.Get().(*pullReply)
+			room = &reused.answer
+		}
+		typed := pullAnswer(room, req, remoting.Success, "FOUND", c[0], c[1], c[2], c[3])
 		mapped := remoting.NewResponse(req, remoting.Success, "FOUND")
 		mapped.SetExt("suggestWhichBrokerId", strconv.FormatInt(c[0], 10))
 		mapped.SetExt("nextBeginOffset", strconv.FormatInt(c[1], 10))

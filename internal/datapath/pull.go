@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spoolmq/spool/internal/clients"
 	"github.com/spoolmq/spool/internal/longpoll"
@@ -98,14 +99,14 @@ func (d *Path) HandlePull(c *transport.Conn, req *remoting.Command) transport.Re
 	if resp := d.slavePullRefusal(req, h); resp != nil {
 		return transport.Respond(resp)
 	}
-	resp, res, held := d.runPull(c, req, h, true)
+	resp, found, held := d.runPull(c, req, h, true)
 	switch {
 	case held != nil:
 		return transport.Later(held)
-	case res != nil:
+	case found != nil:
 		// The records go out as the store's buffers, not joined into a
 		// new body; the transport releases them once written.
-		return transport.RespondPiecesOf(resp, res.Buffers, res)
+		return transport.RespondPiecesOf(resp, found.res.Buffers, found)
 	}
 	return transport.Respond(d.withPullExt(h, resp))
 }
@@ -138,11 +139,10 @@ func (d *Path) withPullExt(h *pullHeader, resp *remoting.Command) *remoting.Comm
 	return resp
 }
 
-// pullAnswer is a pull's answer (code SYSTEM_ERROR until the caller sets
-// it) with its four offset fields, written through an ExtWriter: the
-// answer and its fields cost one allocation, no map.
-func pullAnswer(req *remoting.Command, remark string, suggest, next, minOff, maxOff int64) *remoting.Command {
-	resp, w := remoting.NewResponseExt(req, remoting.SystemError, remark)
+// pullAnswer is a pull's answer with its four offset fields, written
+// through an ExtWriter into room (nil: an allocation of its own): no map.
+func pullAnswer(room *remoting.ResponseRoom, req *remoting.Command, code int32, remark string, suggest, next, minOff, maxOff int64) *remoting.Command {
+	resp, w := remoting.NewResponseExtIn(room, req, code, remark, 0)
 	w.Int("suggestWhichBrokerId", suggest)
 	w.Int("nextBeginOffset", next)
 	w.Int("minOffset", minOff)
@@ -178,20 +178,40 @@ func (d *Path) suggestion(h *pullHeader, sg *metadata.SubscriptionGroupConfig, r
 // commit the offset) and answers it: found records go out as the store's
 // buffers, as on the first run, never joined into a new body.
 func (d *Path) answerRerun(r *transport.Responder, h *pullHeader) {
-	resp, res, _ := d.runPull(r.Conn(), r.Request(), h, false)
-	if res != nil {
-		r.ReplyPiecesOf(resp, res.Buffers, res)
+	resp, found, _ := d.runPull(r.Conn(), r.Request(), h, false)
+	if found != nil {
+		r.ReplyPiecesOf(resp, found.res.Buffers, found)
 		return
 	}
 	d.replyLater(r, d.withPullExt(h, resp))
 }
 
+// pullReply is a found pull's answer and the store's result whose buffers
+// are its body. It comes from pullReplies and goes back there, with the
+// result (GetResult.Recycle), when the transport has written or dropped
+// the answer: a pull that finds records allocates neither.
+type pullReply struct {
+	answer remoting.ResponseRoom
+	res    *store.GetResult
+}
+
+var pullReplies = sync.Pool{New: func() any { return new(pullReply) }}
+
+// Release is the transport's call once the answer is written or dropped;
+// it is the last use of p and of its result.
+func (p *pullReply) Release() {
+	p.res.Recycle()
+	*p = pullReply{}
+	pullReplies.Put(p)
+}
+
 // runPull runs one pull, leaving a found body in the store's buffers: when
-// res is not nil, resp (code SUCCESS, offset fields set) is to be answered
-// with res.Buffers as its body, and res released after they were written.
-// A first run may hold the pull instead: held is then its responder,
-// completed by the long-poll service or the cold-read hold.
-func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) (resp *remoting.Command, res *store.GetResult, held *transport.Responder) {
+// found is not nil, resp (code SUCCESS, offset fields set, made in found)
+// is to be answered with found.res.Buffers as its body and found released
+// after they were written. A first run may hold the pull instead: held is
+// then its responder, completed by the long-poll service or the cold-read
+// hold.
+func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) (resp *remoting.Command, found *pullReply, held *transport.Responder) {
 	cfg := d.config()
 	if !metadata.IsReadable(cfg.BrokerPermission) {
 		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", d.addr())), nil, nil
@@ -276,53 +296,60 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 		}
 		return d.coldRetryResponse(req, h), nil, nil
 	}
-	res = d.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, cold.maxBytes, filter)
+	res := d.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, cold.maxBytes, filter)
 	if res == nil {
 		return remoting.NewResponse(req, remoting.SystemError, "store getMessage result is null"), nil, nil
 	}
 	d.flow.afterColdRead(cold, res)
-	resp = pullAnswer(req, res.Status.String(), d.suggestion(h, sg, res), res.NextBeginOffset, res.MinOffset, res.MaxOffset)
 	next := res.NextBeginOffset
+	var code int32
 	switch res.Status {
 	case store.Found:
-		resp.Code = remoting.Success
-		d.countGet(h.topic, len(res.Buffers), res.BufferTotalSize)
-		d.countGroupGet(h.consumerGroup, h.topic, h.queueID, res)
+		code = remoting.Success
 	case store.MessageWasRemoving, store.NoMatchedMessage:
-		resp.Code = remoting.PullRetryImmediately
+		code = remoting.PullRetryImmediately
 	case store.NoMatchedLogicQueue, store.NoMessageInQueue:
 		if h.queueOffset != 0 {
-			resp.Code = remoting.PullOffsetMoved
+			code = remoting.PullOffsetMoved
 		} else {
-			resp.Code = remoting.PullNotFound
+			code = remoting.PullNotFound
 		}
 	case store.OffsetFoundNull, store.OffsetOverflowOne:
-		resp.Code = remoting.PullNotFound
+		code = remoting.PullNotFound
 	case store.OffsetOverflowBadly, store.OffsetTooSmall:
-		resp.Code = remoting.PullOffsetMoved
+		code = remoting.PullOffsetMoved
+	default:
+		code = remoting.SystemError
 	}
-	if resp.Code != remoting.Success {
-		res.Release()
-		res = nil
+	if code == remoting.Success {
+		d.countGet(h.topic, len(res.Buffers), res.BufferTotalSize)
+		d.countGroupGet(h.consumerGroup, h.topic, h.queueID, res)
+		found = pullReplies.Get().(*pullReply)
+		found.res = res
+		resp = pullAnswer(&found.answer, req, code, res.Status.String(), d.suggestion(h, sg, res), next, res.MinOffset, res.MaxOffset)
+		d.commitPullOffset(h, firstRun)
+		return resp, found, nil
 	}
-	if resp.Code == remoting.PullOffsetMoved && firstRun {
+	if code == remoting.PullOffsetMoved && firstRun {
 		d.recordOffsetMoved(h, next)
 	}
-
-	if resp.Code == remoting.PullNotFound && firstRun && h.sysFlag&PullFlagSuspend != 0 && !d.stopping() {
+	if code == remoting.PullNotFound && firstRun && h.sysFlag&PullFlagSuspend != 0 && !d.stopping() {
 		timeout := h.suspendTimeoutMillis
 		if !cfg.LongPollingEnable {
 			timeout = cfg.ShortPollingTimeMills
 		}
 		if timeout > 0 {
+			res.Recycle()
 			held = c.Defer(req)
 			d.longPoll.Suspend(&longpoll.Pull{Responder: held, Topic: h.topic, QueueID: h.queueID, Offset: h.queueOffset, Header: heldHeader(h)}, millis(timeout))
 			d.commitPullOffset(h, firstRun)
 			return nil, nil, held
 		}
 	}
+	resp = pullAnswer(nil, req, code, res.Status.String(), d.suggestion(h, sg, res), next, res.MinOffset, res.MaxOffset)
+	res.Recycle()
 	d.commitPullOffset(h, firstRun)
-	return resp, res, nil
+	return resp, nil, nil
 }
 
 // commitPullOffset stores the pull's commitOffset as the group's offset on

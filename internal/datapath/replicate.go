@@ -33,10 +33,8 @@ func (d *Path) slavePullRefusal(req *remoting.Command, h *pullHeader) *remoting.
 	if cfg.BrokerRole != roleSlave || cfg.SlaveReadEnable {
 		return nil
 	}
-	resp := pullAnswer(req, "the broker is a slave and slaveReadEnable=false: pull from the master", masterID, h.queueOffset,
-		d.store.MinOffsetInQueue(h.topic, h.queueID), d.store.MaxOffsetInQueue(h.topic, h.queueID))
-	resp.Code = remoting.PullRetryImmediately
-	return resp
+	return pullAnswer(nil, req, remoting.PullRetryImmediately, "the broker is a slave and slaveReadEnable=false: pull from the master",
+		masterID, h.queueOffset, d.store.MinOffsetInQueue(h.topic, h.queueID), d.store.MaxOffsetInQueue(h.topic, h.queueID))
 }
 
 // InSyncReplicasNotEnoughRemark is RocketMQ's remark for a put refused

@@ -177,7 +177,8 @@ type GetResult struct {
 	BufferTotalSize int
 	// SuggestPullingFromSlave is set when the read went far behind memory.
 	SuggestPullingFromSlave bool
-	readBuf                 *[]byte // the buffer Buffers point into, from readBufPool
+	readBuf                 *[]byte        // the buffer Buffers point into, from readBufPool
+	room                    *getResultRoom // the allocation r lives in, when it came from resultRooms
 }
 
 // MessageCount is the number of records returned.
@@ -192,6 +193,22 @@ func (r *GetResult) Release() {
 	if r.readBuf != nil {
 		putReadBuf(r.readBuf)
 		r.readBuf = nil
+	}
+}
+
+// Recycle is Release, and gives the result itself back to the store for
+// another read: neither r nor anything read from it may be used after it,
+// and it may be called once, by the result's only holder (a pull's answer
+// once it is written). A result that is only released is left to the
+// collector.
+func (r *GetResult) Recycle() {
+	if r == nil {
+		return
+	}
+	r.Release()
+	if room := r.room; room != nil {
+		*room = getResultRoom{}
+		resultRooms.Put(room)
 	}
 }
 

@@ -97,12 +97,15 @@ const getResultInline = 32
 
 // getResultRoom is a GetResult with room for the record and queue-offset
 // lists of an ordinary pull, so that a pull that found records costs one
-// allocation.
+// allocation, and none when its result is recycled (GetResult.Recycle).
 type getResultRoom struct {
 	r    GetResult
 	bufs [getResultInline][]byte
 	qos  [getResultInline]int64
 }
+
+// resultRooms holds the rooms of recycled results.
+var resultRooms = sync.Pool{New: func() any { return new(getResultRoom) }}
 
 // newResult returns h as a result of its own: a pull that reads no record
 // costs no more than its GetResult.
@@ -198,7 +201,9 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 	head.NextBeginOffset = offset + int64(examined)
 	var r *GetResult
 	if len(picks) > 0 && len(picks) <= getResultInline {
-		room := &getResultRoom{r: head}
+		room := resultRooms.Get().(*getResultRoom)
+		room.r = head
+		room.r.room = room
 		r = &room.r
 		r.Buffers, r.QueueOffsets = room.bufs[:0], room.qos[:0]
 	} else {
