@@ -49,7 +49,7 @@ func BenchmarkPull(b *testing.B) {
 	}
 }
 
-func startBenchBroker(b *testing.B) *testEnv {
+func startBenchBroker(b testing.TB) *testEnv {
 	dir := b.TempDir()
 	cfg := testConfig()
 	scfg := testkit.StoreConfig(dir, testkit.Medium)

@@ -90,8 +90,13 @@ const plainPropsScratch = 320
 // before returning, and nothing it leaves behind (the completion, the
 // answer, statistics) refers to the body.
 func (d *Path) HandleSend(c *transport.Conn, req *remoting.Command) transport.Reply {
-	t, room := &sendTarget{}, 0 // a batch's target is not given back
-	if req.Code != remoting.SendBatchMessage {
+	// The target is taken in a branch, never as a default replaced later:
+	// a default &sendTarget{} would be allocated for every send.
+	var t *sendTarget
+	room := 0
+	if req.Code == remoting.SendBatchMessage {
+		t = new(sendTarget) // a batch's target is not given back
+	} else {
 		t, room = targets.Get().(*sendTarget), plainPropertiesRoom(d.config())
 	}
 	var err error
