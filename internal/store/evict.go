@@ -134,5 +134,6 @@ func evictFile(mf *MappedFile, rs []pageRun) (EvictReport, error) {
 		rep.ResidentBefore += before
 		rep.ResidentAfter += after
 	}
+	mf.forgetResident() // what pulls found in memory may be gone now
 	return rep, errors.Join(errs...)
 }

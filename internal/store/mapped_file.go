@@ -42,6 +42,9 @@ type MappedFile struct {
 	rmap       atomic.Pointer[[]byte]
 	rmapMu     sync.Mutex
 	rmapFailed atomic.Bool
+	// seen holds, per residentChunk of the file, when mincore last found
+	// the whole chunk in memory (resident_read.go); made on first use.
+	seen atomic.Pointer[[]atomic.Int64]
 	// spill, when set, is the in-memory stand-in for a file the allocator
 	// has not delivered yet: f and data are nil, writes and reads go here.
 	spill []byte

@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
+	"time"
 
 	"github.com/spoolmq/spool/internal/vfs"
 )
@@ -19,7 +21,9 @@ import (
 // sends the span to pread, so no request
 // goroutine waits on a disk read inside a page fault (the design's rule
 // for data that may be cold); a page evicted between the check and the
-// copy costs one fault, like a pread of it. The copy runs with
+// copy costs one fault, like a pread of it. A check covers the span's
+// 1 MiB chunks whole, and its result stands for residentMemo: the other
+// queues' pulls through the same chunks ask no more. The copy runs with
 // debug.SetPanicOnFault, so a fault on a truncated or forcibly unmapped
 // file is an error, and the file's reference is held throughout.
 //
@@ -85,15 +89,80 @@ func (c *CommitLog) dropReadMappings() {
 	}
 }
 
+// residentChunk is the part of a file one residency check covers when it
+// can, and residentMemo how long a chunk found in memory is taken to be
+// there without asking again. The queues of a topic written together are
+// pulled through the same stretch of the file within a few tens of
+// milliseconds, each queue's pull spanning a few hundred KiB of it: one
+// check of a chunk serves every pull through it instead of each pull
+// checking its own span. A page evicted meanwhile costs one fault, as a
+// page evicted between a check and its copy always could; an explicit
+// eviction (EvictPageCache) forgets what was found.
+const (
+	residentChunk = 1 << 20
+	residentMemo  = 100 * time.Millisecond
+)
+
 // resident reports whether every page holding m[pos:pos+n] is in memory.
-func (mf *MappedFile) resident(m []byte, pos, n int64) bool {
+// A span whose chunks were all found in memory within residentMemo is not
+// checked again; otherwise every stale chunk of the span that lies below
+// the readable end is checked whole and remembered when in memory, and a
+// span with a chunk that is not (or that reaches the readable end) is
+// checked alone. now is the monotonic time in ns.
+func (mf *MappedFile) resident(m []byte, pos, n, now int64) bool {
 	lo := pos &^ (osPageSize - 1)
 	hi := min((pos+n+osPageSize-1)&^(osPageSize-1), int64(len(m)))
 	if hi-lo > residentProbe {
 		return false
 	}
+	seen := mf.seenChunks()
+	c0, c1 := lo/residentChunk, (hi-1)/residentChunk
+	readable := min(mf.committed.Load(), int64(len(m)))
+	whole := true
+	for c := c0; c <= c1 && whole; c++ {
+		if at := seen[c].Load(); at != 0 && now-at < int64(residentMemo) {
+			continue
+		}
+		from, to := c*residentChunk, (c+1)*residentChunk
+		if to > readable {
+			whole = false
+			break
+		}
+		got, err := mf.f.Resident(m[from:to])
+		if err != nil || got < to-from {
+			whole = false
+			break
+		}
+		seen[c].Store(now)
+	}
+	if whole {
+		return true
+	}
 	got, err := mf.f.Resident(m[lo:hi])
 	return err == nil && got >= hi-lo
+}
+
+// seenChunks returns the file's per-chunk residency times, making them on
+// first use.
+func (mf *MappedFile) seenChunks() []atomic.Int64 {
+	if p := mf.seen.Load(); p != nil {
+		return *p
+	}
+	s := make([]atomic.Int64, (mf.size+residentChunk-1)/residentChunk)
+	if mf.seen.CompareAndSwap(nil, &s) {
+		return s
+	}
+	return *mf.seen.Load()
+}
+
+// forgetResident drops what resident found in memory (the pages may have
+// been evicted since).
+func (mf *MappedFile) forgetResident() {
+	if p := mf.seen.Load(); p != nil {
+		for i := range *p {
+			(*p)[i].Store(0)
+		}
+	}
 }
 
 // worthCopyingRecords reports whether a span's records are worth copying
@@ -132,7 +201,7 @@ func (c *CommitLog) copyResident(dst []byte, ps []pick) ([]byte, bool) {
 		return dst, false
 	}
 	m := mf.readMapping()
-	if m == nil || !mf.resident(m, pos, end-first.phy) {
+	if m == nil || !mf.resident(m, pos, end-first.phy, c.monoNs()) {
 		return dst, false
 	}
 	base := len(dst)

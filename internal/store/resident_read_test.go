@@ -2,8 +2,10 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/spoolmq/spool/internal/vfs"
 	"github.com/spoolmq/spool/message"
@@ -15,15 +17,15 @@ import (
 // record; after the pages are dropped from the page cache the same pulls
 // read with pread. Both give the same records, in every write path.
 func TestPullCopiesResidentRecords(t *testing.T) {
-	const queues, perQueue = 8, 64
+	const queues, perQueue = 8, 96 // 1.4 MB of records
 	for _, wp := range writePaths {
 		t.Run(wp.name, func(t *testing.T) {
 			cfg := testConfig(t)
 			wp.set(&cfg)
-			cfg.MappedFileSizeCommitLog = 1 << 20
+			cfg.MappedFileSizeCommitLog = 4 << 20 // records past 1 MiB: the first chunk is remembered
 			st := openStarted(t, cfg, vfs.OS())
 			defer st.Shutdown()
-			body := func(q, i int) string { return fmt.Sprintf("q%d-m%03d-%0400d", q, i, i) }
+			body := func(q, i int) string { return fmt.Sprintf("q%d-m%03d-%01800d", q, i, i) }
 			for i := 0; i < perQueue; i++ {
 				for q := 0; q < queues; q++ {
 					mustPut(t, st, testMsg("Res", int32(q), body(q, i), ""))
@@ -86,8 +88,10 @@ func TestPullCopiesResidentRecords(t *testing.T) {
 				t.Logf("the page cache kept pages (%+v): the pread fallback is not checked", ev)
 				return
 			}
+			// The first pulls' chunk was found in memory just now: the
+			// eviction must make the same pulls check again.
 			res1, pread1 := c.residentSpans.Load(), c.preadSpans.Load()
-			pullAll(32)
+			pullAll(0)
 			if c.preadSpans.Load() == pread1 {
 				t.Fatalf("pages dropped: every span still copied from the mapping (%d)", c.residentSpans.Load()-res1)
 			}
@@ -117,5 +121,99 @@ func TestWorthCopyingRecords(t *testing.T) {
 		if got := worthCopyingRecords(tc.ps); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// probeFile answers Resident for a mapping m of the file from a set of
+// pages that are not in memory, and records the file ranges asked about.
+type probeFile struct {
+	vfs.File
+	m       []byte
+	missing map[int64]bool // page numbers
+	probes  [][2]int64
+}
+
+func (f *probeFile) Resident(b []byte) (int64, error) {
+	off := int64(uintptr(unsafe.Pointer(&b[0])) - uintptr(unsafe.Pointer(&f.m[0])))
+	f.probes = append(f.probes, [2]int64{off, off + int64(len(b))})
+	var n int64
+	for p := off; p < off+int64(len(b)); p += osPageSize {
+		if !f.missing[p/osPageSize] {
+			n += min(osPageSize, off+int64(len(b))-p)
+		}
+	}
+	return n, nil
+}
+
+// TestResidentRemembersWhatItFound: a span whose chunks were found in
+// memory is not checked again while that is fresh; a stale chunk is
+// checked whole; a chunk reaching the readable end, or with a page not in
+// memory, leaves the span to be checked alone and is not remembered; an
+// eviction forgets.
+func TestResidentRemembersWhatItFound(t *testing.T) {
+	const size = 4 * residentChunk
+	page := int64(osPageSize)
+	memo := int64(residentMemo)
+	chunk := int64(residentChunk)
+	type step struct {
+		pos, n, now int64
+		forget      bool // forgetResident before the step
+		want        bool
+		probes      [][2]int64 // the file ranges checked by this step
+	}
+	for _, tc := range []struct {
+		name      string
+		committed int64
+		missing   []int64 // pages
+		steps     []step
+	}{
+		{"other queues' spans in a chunk found in memory", size, nil, []step{
+			{pos: 100, n: 64 << 10, now: 1, want: true, probes: [][2]int64{{0, chunk}}},
+			{pos: 200 << 10, n: 256 << 10, now: 2, want: true},
+			{pos: chunk - 10, n: 10, now: 3, want: true},
+			{pos: chunk - 10, n: 20, now: 4, want: true, probes: [][2]int64{{chunk, 2 * chunk}}},
+			{pos: 10, n: chunk + 100, now: 5, want: true},
+		}},
+		{"the memo ages, and an eviction forgets", size, nil, []step{
+			{pos: 0, n: 4096, now: 1, want: true, probes: [][2]int64{{0, chunk}}},
+			{pos: 5 * page, n: 4096, now: memo, want: true},
+			{pos: 5 * page, n: 4096, now: memo + 1, want: true, probes: [][2]int64{{0, chunk}}},
+			{pos: 5 * page, n: 4096, now: memo + 2, forget: true, want: true, probes: [][2]int64{{0, chunk}}},
+		}},
+		{"the chunk at the readable end: the span alone, every time", chunk + 10*page + 100, nil, []step{
+			{pos: chunk, n: 100, now: 1, want: true, probes: [][2]int64{{chunk, chunk + page}}},
+			{pos: chunk, n: 100, now: 2, want: true, probes: [][2]int64{{chunk, chunk + page}}},
+			{pos: chunk - 100, n: 200, now: 3, want: true, probes: [][2]int64{{0, chunk}, {chunk - page, chunk + page}}},
+			{pos: chunk - 100, n: 50, now: 4, want: true},
+		}},
+		{"a page of the chunk not in memory: the span alone, not remembered", size, []int64{20}, []step{
+			{pos: page, n: 3 * page, now: 1, want: true, probes: [][2]int64{{0, chunk}, {page, 4 * page}}},
+			{pos: page, n: 3 * page, now: 2, want: true, probes: [][2]int64{{0, chunk}, {page, 4 * page}}},
+			{pos: 20 * page, n: 10, now: 3, want: false, probes: [][2]int64{{0, chunk}, {20 * page, 21 * page}}},
+		}},
+		{"a span longer than one check", size, nil, []step{
+			{pos: 0, n: residentProbe + page, now: 1, want: false},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &probeFile{m: make([]byte, size), missing: map[int64]bool{}}
+			for _, p := range tc.missing {
+				f.missing[p] = true
+			}
+			mf := &MappedFile{f: f, size: size}
+			mf.committed.Store(tc.committed)
+			for i, s := range tc.steps {
+				f.probes = nil
+				if s.forget {
+					mf.forgetResident()
+				}
+				if got := mf.resident(f.m, s.pos, s.n, s.now); got != s.want {
+					t.Errorf("step %d: resident(%d, %d) = %v, want %v", i, s.pos, s.n, got, s.want)
+				}
+				if !slices.Equal(f.probes, s.probes) {
+					t.Errorf("step %d: checked %v, want %v", i, f.probes, s.probes)
+				}
+			}
+		})
 	}
 }
