@@ -156,8 +156,18 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 	mem := st.memoryWindow()
 	maxFilter := max(16000, int(maxMsgNums)*CQEntrySize)
 
+	// Without a filter every entry whose record is still stored is taken,
+	// so the queue is read maxMsgNums entries at a time, up to maxFilter
+	// bytes (RocketMQ's maxFilterMessageSize, how far a filter may skip),
+	// instead of maxFilter bytes at once: a pull of 32 reads 640 bytes of
+	// the queue, not 16,000. A pull stays within one queue file either way.
+	limit := maxFilter / CQEntrySize
+	step := limit
+	if filter == nil {
+		step = min(limit, int(maxMsgNums))
+	}
 	ebp := readBufPool.Get().(*[]byte)
-	entries, fileEnd, err := cq.readEntries((*ebp)[:0], offset, maxFilter/CQEntrySize)
+	entries, fileEnd, err := cq.readEntries((*ebp)[:0], offset, step)
 	if err != nil || len(entries) == 0 {
 		*ebp = entries[:0]
 		readBufPool.Put(ebp)
@@ -174,27 +184,41 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 	bufferTotal := 0
 	examined := 0
 	var maxPhyPulling int64
-	for i := 0; i+CQEntrySize <= len(entries); i += CQEntrySize {
-		e, ok := DecodeCQEntry(entries[i:])
-		if !ok {
-			examined = i/CQEntrySize + 1
-			continue
+	base := 0 // the queue entries read before entries[0]
+scan:
+	for {
+		for i := 0; i+CQEntrySize <= len(entries); i += CQEntrySize {
+			k := base + i/CQEntrySize
+			e, ok := DecodeCQEntry(entries[i:])
+			if !ok {
+				examined = k + 1
+				continue
+			}
+			inDisk := maxPhy-e.Offset > mem
+			if st.batchFull(int(e.Size), int(maxMsgNums), int(maxBytes), bufferTotal, len(picks), inDisk) {
+				break scan
+			}
+			examined = k + 1
+			maxPhyPulling = e.Offset
+			if e.Offset < minPhy {
+				status = MessageWasRemoving
+				continue
+			}
+			if filter != nil && !filter.MatchTagsCode(e.TagsCode) {
+				continue
+			}
+			picks = append(picks, pick{qo: offset + int64(k), phy: e.Offset, size: int(e.Size)})
+			bufferTotal += int(e.Size)
 		}
-		inDisk := maxPhy-e.Offset > mem
-		if st.batchFull(int(e.Size), int(maxMsgNums), int(maxBytes), bufferTotal, len(picks), inDisk) {
+		read := len(entries) / CQEntrySize
+		base += read
+		if len(picks) >= int(maxMsgNums) || read < step || base >= limit || offset+int64(base) >= fileEnd {
 			break
 		}
-		examined = i/CQEntrySize + 1
-		maxPhyPulling = e.Offset
-		if e.Offset < minPhy {
-			status = MessageWasRemoving
-			continue
+		// Entries were skipped (records removed, or not valid): read on.
+		if entries, _, err = cq.readEntries(entries[:0], offset+int64(base), min(step, limit-base)); err != nil || len(entries) == 0 {
+			break
 		}
-		if filter != nil && !filter.MatchTagsCode(e.TagsCode) {
-			continue
-		}
-		picks = append(picks, pick{qo: offset + int64(i/CQEntrySize), phy: e.Offset, size: int(e.Size)})
-		bufferTotal += int(e.Size)
 	}
 	*ebp = entries[:0]
 	readBufPool.Put(ebp)

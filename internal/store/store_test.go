@@ -580,3 +580,42 @@ func TestDispatchWakesWithoutKick(t *testing.T) {
 		}
 	}
 }
+
+// TestPullReadsOnPastHoles: a pull without a filter reads the queue
+// maxMsgNums entries at a time, and reads on while the entries it got were
+// holes (records gone), within its queue file and maxFilterMessageSize, as
+// a pull that reads that much at once does; with a filter it reads that
+// much at once. Both find the same records.
+func TestPullReadsOnPastHoles(t *testing.T) {
+	cfg := testConfig(t) // consume-queue files of 100 entries
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	mustPut(t, st, testMsg("HL", 0, "first", "a"))
+	waitDispatched(t, st, "HL", 0, 1)
+	// The next records get queue offsets 60..64: the dispatcher fills 1..59
+	// with hole entries.
+	st.commitLog.setQueueOffset(queueKey{"HL", 0}, 60)
+	for i := 0; i < 5; i++ {
+		mustPut(t, st, testMsg("HL", 0, fmt.Sprint("after-", i), "a"))
+	}
+	waitDispatched(t, st, "HL", 0, 65)
+	for _, f := range []MessageFilter{nil, tagFilter{message.TagsHashCode("a")}} {
+		for _, c := range []struct {
+			max      int32
+			n        int
+			wantNext int64
+		}{{32, 5, 65}, {2, 2, 62}} {
+			r := st.GetMessage("g", "HL", 0, 1, c.max, 0, f)
+			if r.Status != Found || len(r.Buffers) != c.n || r.NextBeginOffset != c.wantNext {
+				t.Fatalf("filter %v, max %d: %v, %d records, next %d; want FOUND, %d, %d", f != nil, c.max, r.Status, len(r.Buffers), r.NextBeginOffset, c.n, c.wantNext)
+			}
+			for k, rec := range r.Buffers {
+				ext, err := message.DecodeRecord(rec)
+				if err != nil || string(ext.Body) != fmt.Sprint("after-", k) || r.QueueOffsets[k] != 60+int64(k) {
+					t.Fatalf("filter %v, max %d, record %d: %v %q at %d", f != nil, c.max, k, err, ext.Body, r.QueueOffsets[k])
+				}
+			}
+			r.Recycle()
+		}
+	}
+}
