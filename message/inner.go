@@ -26,7 +26,50 @@ type Inner struct {
 	// StoreTimestamp, when non-zero, is kept instead of the store's clock
 	// (used by recovery tools and tests).
 	StoreTimestamp int64
+	// wait is what SetWaitStoreMsgOK recorded: waitUnread, waitYes or
+	// waitNo.
+	wait int8
 }
+
+const (
+	waitUnread int8 = iota
+	waitYes
+	waitNo
+)
+
+// WaitStoreMsgOK reports whether the producer waits for the store to
+// accept the message (RocketMQ's isWaitStoreMsgOK: the WAIT property, true
+// unless it is "false"). It reads the properties unless SetWaitStoreMsgOK
+// said what they hold.
+func (m *Inner) WaitStoreMsgOK() bool {
+	switch m.wait {
+	case waitYes:
+		return true
+	case waitNo:
+		return false
+	}
+	var v string
+	var ok bool
+	if m.PropertiesString != "" {
+		v, ok = LookupProperty(m.PropertiesString, PropertyWaitStoreMsgOK)
+	} else {
+		v, ok = m.Properties[PropertyWaitStoreMsgOK]
+	}
+	return waitValue(v, ok)
+}
+
+// SetWaitStoreMsgOK records what the WAIT property of m's final
+// properties holds (found: whether it is there, v: its last value), for a
+// caller that has read them already, so that WaitStoreMsgOK does not read
+// them again. The properties must not change afterwards.
+func (m *Inner) SetWaitStoreMsgOK(v string, found bool) {
+	m.wait = waitNo
+	if waitValue(v, found) {
+		m.wait = waitYes
+	}
+}
+
+func waitValue(v string, found bool) bool { return !found || v != "false" }
 
 // Addr is a host address as stored in a record: an IPv4 or IPv6 address and
 // a port.

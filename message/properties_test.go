@@ -147,3 +147,38 @@ func TestRangePropertiesOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitStoreMsgOK: the WAIT property is true unless it says "false"
+// (the last occurrence counts), from the string or the map; once
+// SetWaitStoreMsgOK said what it holds, the properties are not read.
+func TestWaitStoreMsgOK(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    Inner
+		want bool
+	}{
+		{"no properties", Inner{}, true},
+		{"no WAIT", Inner{PropertiesString: "TAGS\x01a\x02"}, true},
+		{"WAIT false", Inner{PropertiesString: "WAIT\x01false\x02"}, false},
+		{"WAIT true", Inner{PropertiesString: "WAIT\x01true\x02"}, true},
+		{"WAIT other", Inner{PropertiesString: "WAIT\x01no\x02"}, true},
+		{"the last WAIT counts", Inner{PropertiesString: "WAIT\x01false\x02WAIT\x01true\x02"}, true},
+		{"the last WAIT counts, false", Inner{PropertiesString: "WAIT\x01true\x02WAIT\x01false\x02"}, false},
+		{"map", Inner{Properties: map[string]string{"WAIT": "false"}}, false},
+		{"string before map", Inner{PropertiesString: "WAIT\x01true\x02", Properties: map[string]string{"WAIT": "false"}}, true},
+	} {
+		if got := tc.m.WaitStoreMsgOK(); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		// What a caller that read the properties says stands.
+		m := tc.m
+		m.SetWaitStoreMsgOK("false", true)
+		if m.WaitStoreMsgOK() {
+			t.Errorf("%s: set to false, reads true", tc.name)
+		}
+		m.SetWaitStoreMsgOK("", false)
+		if !m.WaitStoreMsgOK() {
+			t.Errorf("%s: set to absent, reads false", tc.name)
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 // call done, when the timing wheel refuses the message; answer
 // timer.ResponseCode(err) with remark err.Error().
 func (d *Path) PutMessage(m *message.Inner, done func(store.PutResult)) error {
-	done = d.replicated(waitStoreMsgOK(m), done)
+	done = d.replicated(m.WaitStoreMsgOK(), done)
 	if m.Topic == topicTransHalf {
 		d.putHalf(m, done)
 		return nil

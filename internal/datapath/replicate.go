@@ -2,7 +2,6 @@ package datapath
 
 import (
 	"github.com/spoolmq/spool/internal/store"
-	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 )
 
@@ -94,16 +93,4 @@ func CombineReplication(r store.PutResult, replica store.PutStatus) store.PutRes
 		r.Status, r.Remark = replica, "the master stopped acknowledging (controller lease lost or role changed) before the sync-state set held the message"
 	}
 	return r
-}
-
-// waitStoreMsgOK reads the WAIT property (absent = true), as the store does.
-func waitStoreMsgOK(m *message.Inner) bool {
-	var v string
-	var ok bool
-	if m.PropertiesString != "" {
-		v, ok = message.LookupProperty(m.PropertiesString, message.PropertyWaitStoreMsgOK)
-	} else {
-		v, ok = m.Properties[message.PropertyWaitStoreMsgOK]
-	}
-	return !ok || v != "false"
 }

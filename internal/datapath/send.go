@@ -271,6 +271,10 @@ type plainProperties struct {
 	s    string
 	tags string
 	uniq string
+	// wait and waitFound are the WAIT property (its last value), which
+	// the replication wait and the store ask for (SetWaitStoreMsgOK).
+	wait      string
+	waitFound bool
 }
 
 // scanPlainProperties reads a client's property string in one pass and
@@ -293,6 +297,8 @@ func scanPlainProperties(s string) (plainProperties, bool) {
 			ps.tags = v
 		case message.PropertyUniqClientMessageIDKeyIdx:
 			ps.uniq = v
+		case message.PropertyWaitStoreMsgOK:
+			ps.wait, ps.waitFound = v, true
 		case message.PropertyDelayTimeLevel, message.PropertyTransactionPrepared,
 			message.PropertyCluster, message.PropertyMsgRegion, message.PropertyTraceSwitch,
 			message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS,
@@ -362,6 +368,7 @@ func (d *Path) sendPlain(c *transport.Conn, req *remoting.Command, t *sendTarget
 	// buf is never written again; the bytes before len(ps.s) were never
 	// written after ps.s was made from them.
 	m.PropertiesString = unsafe.String(unsafe.SliceData(buf), len(buf))
+	m.SetWaitStoreMsgOK(ps.wait, ps.waitFound) // what was appended has no WAIT
 	return d.putSingle(c, req, t, ps.uniq, t)
 }
 

@@ -87,9 +87,12 @@ func TestScanPlainProperties(t *testing.T) {
 		{"", true, "", ""},
 		{"TAGS\x01a\x02UNIQ_KEY\x01U1\x02KEYS\x01k\x02", true, "a", "U1"},
 		{"TAGS\x01a\x02TAGS\x01b\x02", true, "b", ""}, // the last occurrence wins, as in the map
-		{"TAGS\x01a", false, "", ""},                  // no trailing separator
-		{"\x02TAGS\x01a\x02", false, "", ""},          // an empty segment is dropped by the map path
-		{"TAGS\x01\x02", false, "", ""},               // an empty value too
+		{"WAIT\x01false\x02TAGS\x01a\x02", true, "a", ""},
+		{"WAIT\x01false\x02WAIT\x01true\x02", true, "", ""},
+		{"WAIT\x01true\x02WAIT\x01false\x02", true, "", ""},
+		{"TAGS\x01a", false, "", ""},         // no trailing separator
+		{"\x02TAGS\x01a\x02", false, "", ""}, // an empty segment is dropped by the map path
+		{"TAGS\x01\x02", false, "", ""},      // an empty value too
 		{"DELAY\x013\x02", false, "", ""},
 		{"TRAN_MSG\x01false\x02", false, "", ""},
 		{"CLUSTER\x01c\x02", false, "", ""},
@@ -100,6 +103,11 @@ func TestScanPlainProperties(t *testing.T) {
 		ps, ok := scanPlainProperties(tc.s)
 		if ok != tc.plain || (ok && (ps.tags != tc.tags || ps.uniq != tc.uniq)) {
 			t.Errorf("%q: plain %v tags %q uniq %q, want %v %q %q", tc.s, ok, ps.tags, ps.uniq, tc.plain, tc.tags, tc.uniq)
+		}
+		// The WAIT property read in the same pass says what a lookup of
+		// the string says.
+		if v, found := message.LookupProperty(tc.s, message.PropertyWaitStoreMsgOK); ok && (ps.wait != v || ps.waitFound != found) {
+			t.Errorf("%q: WAIT %q %v, a lookup finds %q %v", tc.s, ps.wait, ps.waitFound, v, found)
 		}
 	}
 }

@@ -376,7 +376,7 @@ func (st *DefaultMessageStore) PutMessage(msg *message.Inner, done func(PutResul
 	out := c.appendRecords(buf, sizes[:], queueKey{msg.Topic, msg.QueueID}, message.TransactionValue(msg.SysFlag), msg.StoreTimestamp, false)
 	*bp = buf
 	c.putBuf(bp)
-	st.finishPut(out, 1, waitStoreMsgOK(msg), isSystemTopic(msg.Topic), start, done)
+	st.finishPut(out, 1, msg.WaitStoreMsgOK(), isSystemTopic(msg.Topic), start, done)
 }
 
 // PutMessages appends a batch as consecutive records of one queue.
@@ -415,17 +415,6 @@ func (st *DefaultMessageStore) PutMessages(batch *message.Batch, done func(PutRe
 	*bp = buf
 	c.putBuf(bp)
 	st.finishPut(out, len(sizes), true, isSystemTopic(batch.Topic), start, done)
-}
-
-func waitStoreMsgOK(m *message.Inner) bool {
-	var v string
-	var ok bool
-	if m.PropertiesString != "" {
-		v, ok = message.LookupProperty(m.PropertiesString, message.PropertyWaitStoreMsgOK)
-	} else {
-		v, ok = m.Properties[message.PropertyWaitStoreMsgOK]
-	}
-	return !ok || v != "false"
 }
 
 func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait, systemTopic bool, start int64, done func(PutResult)) {
