@@ -52,9 +52,11 @@ func sameOnTheWire(t *testing.T, typed, mapped *remoting.Command) {
 
 func TestPullAnswerFieldsMatchTheMap(t *testing.T) {
 	req := &remoting.Command{Code: remoting.PullMessage, Opaque: 77}
-	// A pullReply's room is used for every case after the first, as the
-	// pool hands a released reply to the next pull: the room must not keep
-	// a field of the answer it held before.
+	// Every case after the first is built in the room of a released and
+	// reused pullReply, as the pool hands one to the next pull: the answer
+	// must be the same on the wire as one of its own. (That the room is
+	// used rather than an allocation of its own is held by
+	// TestSendAndPullAllocations in internal/broker.)
 	reused := new(pullReply)
 	for i, c := range [][4]int64{{0, 64, 0, 128}, {1, -1, 3, 9223372036854775807}, {0, 0, 0, 0}} {
 		var room *remoting.ResponseRoom

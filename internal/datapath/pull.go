@@ -321,14 +321,12 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 	default:
 		code = remoting.SystemError
 	}
+	var room *remoting.ResponseRoom // where a found pull's answer is built
 	if code == remoting.Success {
 		d.countGet(h.topic, len(res.Buffers), res.BufferTotalSize)
 		d.countGroupGet(h.consumerGroup, h.topic, h.queueID, res)
 		found = pullReplies.Get().(*pullReply)
-		found.res = res
-		resp = pullAnswer(&found.answer, req, code, res.Status.String(), d.suggestion(h, sg, res), next, res.MinOffset, res.MaxOffset)
-		d.commitPullOffset(h, firstRun)
-		return resp, found, nil
+		found.res, room = res, &found.answer
 	}
 	if code == remoting.PullOffsetMoved && firstRun {
 		d.recordOffsetMoved(h, next)
@@ -346,10 +344,12 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 			return nil, nil, held
 		}
 	}
-	resp = pullAnswer(nil, req, code, res.Status.String(), d.suggestion(h, sg, res), next, res.MinOffset, res.MaxOffset)
-	res.Recycle()
+	resp = pullAnswer(room, req, code, res.Status.String(), d.suggestion(h, sg, res), next, res.MinOffset, res.MaxOffset)
+	if found == nil {
+		res.Recycle() // the answer carries no record: nothing else holds res
+	}
 	d.commitPullOffset(h, firstRun)
-	return resp, nil, nil
+	return resp, found, nil
 }
 
 // commitPullOffset stores the pull's commitOffset as the group's offset on
