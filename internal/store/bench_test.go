@@ -158,6 +158,39 @@ func benchAppend(b *testing.B, path, flush string, size, g int, indexed bool) {
 	}
 }
 
+// BenchmarkGatheredPass is an event loop's pass of 64 puts of 128 B
+// (ASYNC_FLUSH, pwrite): GatherWrites, the puts, ReleaseWrites, which
+// writes them with one pwrite and answers them all. One op is one put.
+func BenchmarkGatheredPass(b *testing.B) {
+	st := benchStoreIndexed(b, "pwrite", AsyncFlush, false)
+	defer st.Shutdown()
+	const pass = 64
+	m := benchMsg(128, 0)
+	answered := 0
+	cb := func(r PutResult) {
+		if r.Status != PutOK {
+			b.Errorf("put: %v %s", r.Status, r.Remark)
+		}
+		answered++
+	}
+	b.SetBytes(128)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += pass {
+		if !st.GatherWrites() {
+			b.Fatal("GatherWrites refused: records are not staged")
+		}
+		for j := 0; j < pass; j++ {
+			st.PutMessage(m, cb)
+		}
+		st.ReleaseWrites()
+	}
+	b.StopTimer()
+	if want := (b.N + pass - 1) / pass * pass; answered != want {
+		b.Fatalf("%d puts answered, want %d", answered, want)
+	}
+}
+
 // BenchmarkAppendSlowFsync appends 1 KiB bodies from 8 goroutines while
 // every sync takes 2 s (ASYNC_FLUSH): the put-lock hold time must not move.
 func BenchmarkAppendSlowFsync(b *testing.B) {

@@ -57,7 +57,7 @@ type CommitLog struct {
 
 	// Guarded by lock.
 	cur          *MappedFile
-	queueOffsets map[queueKey]int64
+	queueOffsets map[queueKey]*int64
 	halfKicked   bool
 
 	pubMu      sync.Mutex
@@ -82,6 +82,11 @@ type CommitLog struct {
 	// end passes them (guarded by pubMu), so no acknowledged record sits
 	// behind a hole that recovery would cut at.
 	visWaiters []visWaiter
+	// visSpare is the other list of the pair visWaiters swaps with: the
+	// waiters taken to be answered leave in one list while the next ones
+	// gather in the other, so a pass's answers cost no allocation
+	// (guarded by pubMu; nil while its list is out being answered).
+	visSpare []visWaiter
 
 	// Writes that found no space, retried by the allocator goroutine.
 	retryMu      sync.Mutex
@@ -127,7 +132,7 @@ func newCommitLog(st *DefaultMessageStore) *CommitLog {
 		mfq:          newMappedFileQueue(st.fs, cfg.commitLogDir(), cfg.MappedFileSizeCommitLog, mmapped),
 		lock:         newPutLock(cfg.UseReentrantLockWhenPutMessage),
 		mmapped:      mmapped,
-		queueOffsets: make(map[queueKey]int64),
+		queueOffsets: make(map[queueKey]*int64),
 		kickCh:       make(chan struct{}, 1),
 		epoch:        time.Now(),
 		osClock:      st.fs == vfs.OS(),
@@ -193,6 +198,7 @@ type appendOutcome struct {
 	queueOf int64
 	storeTs int64
 	offsets []int64
+	endNs   int64 // when the put ended on the monotonic clock (monoNs), if known; 0 = read it
 }
 
 // appendRecords stores the encoded records in buf (sizes gives each
@@ -290,8 +296,13 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	pos := mf.wrote.Load()
 	phy := mf.from + pos
 	var qo int64
+	var next *int64 // the queue's next offset: one look-up for reading and advancing it
 	if assign {
-		qo = c.queueOffsets[key]
+		if next = c.queueOffsets[key]; next == nil {
+			next = new(int64)
+			c.queueOffsets[key] = next
+		}
+		qo = *next
 	}
 	var offsets []int64
 	if wantOffsets {
@@ -310,7 +321,7 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 		off += sz
 	}
 	if assign {
-		c.queueOffsets[key] = qo + int64(len(sizes))
+		*next = qo + int64(len(sizes))
 	}
 	mf.wrote.Store(pos + total)
 	if mf.spill != nil {
@@ -338,13 +349,16 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 	}
 	c.lockBeginNs.Store(0)
 	c.lock.Unlock()
-	c.st.stats.lockHold.Record(time.Duration(c.monoNs() - begin))
+	unlocked := c.monoNs()
+	c.st.stats.lockHold.Record(time.Duration(unlocked - begin))
 
 	c.finishPost(post, postBufs, postPos)
+	wrote := len(post) > 0
 	if leading {
 		c.leadGroups()
+		wrote = true
 	} else if staged != nil {
-		c.writeGroups()
+		wrote = c.writeGroups()
 	}
 	if c.writeNoSpace.Load() {
 		// A write at or before this put's range found no space: its
@@ -367,6 +381,11 @@ func (c *CommitLog) appendRecords(buf []byte, sizes []int, key queueKey, tranTyp
 		qo = 0
 	}
 	out := appendOutcome{status: PutOK, wrote: phy, end: phy + total, queueOf: qo, storeTs: ts, offsets: offsets}
+	if !wrote {
+		// Nothing was written since the unlock: the put ends there, and
+		// its latency needs no other clock read.
+		out.endNs = unlocked
+	}
 	if mf.spill != nil {
 		out.spill = mf
 	}
@@ -688,8 +707,18 @@ func (c *CommitLog) putBuf(b *[]byte) {
 // setQueueOffset sets the next logical offset of a queue (recovery).
 func (c *CommitLog) setQueueOffset(k queueKey, next int64) {
 	c.lock.Lock()
-	c.queueOffsets[k] = next
+	c.setQueueOffsetLocked(k, next)
 	c.lock.Unlock()
+}
+
+// setQueueOffsetLocked is setQueueOffset under the put lock (or before
+// the store serves puts).
+func (c *CommitLog) setQueueOffsetLocked(k queueKey, next int64) {
+	if p := c.queueOffsets[k]; p != nil {
+		*p = next
+		return
+	}
+	c.queueOffsets[k] = &next
 }
 
 func (c *CommitLog) removeQueueOffsets(topic string) {

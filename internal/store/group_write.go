@@ -109,15 +109,16 @@ func (c *CommitLog) stageLocked(mf *MappedFile, pos int64, b []byte) *pendingWri
 
 // writeGroups writes staged ranges until none is left unclaimed, unless
 // another goroutine is writing them: it sees every range staged before it
-// stops, so no staged range is left without a writer.
-func (c *CommitLog) writeGroups() {
+// stops, so no staged range is left without a writer. It reports whether
+// it wrote any.
+func (c *CommitLog) writeGroups() (wrote bool) {
 	g := c.group
 	if g == nil {
-		return
+		return false
 	}
 	for g.unclaimed.Load() > 0 {
 		if !g.leader.CompareAndSwap(false, true) {
-			return
+			return wrote
 		}
 		for {
 			run := c.claimRun(g.run[:0])
@@ -125,11 +126,13 @@ func (c *CommitLog) writeGroups() {
 				break
 			}
 			c.writeRun(run)
+			wrote = true
 			clear(run)
 			g.run = run[:0]
 		}
 		g.leader.Store(false)
 	}
+	return wrote
 }
 
 // claimRun takes the first unclaimed staged range and those after it that
@@ -220,9 +223,7 @@ func (c *CommitLog) completeRun(run []*pendingWrite, err error) {
 	}
 	ready := c.takeVisibleLocked()
 	c.pubMu.Unlock()
-	for _, v := range ready {
-		v.done(v.res)
-	}
+	c.answerVisible(ready)
 }
 
 // failVisibleWaitersAfter refuses the held puts whose records end after

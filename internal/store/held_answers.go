@@ -186,13 +186,33 @@ func (c *CommitLog) holdForVisible(end int64, res PutResult, done func(PutResult
 	c.pubMu.Unlock()
 }
 
-// takeVisibleLocked removes the waiters the readable end has reached.
+// takeVisibleLocked removes the waiters the readable end has reached and
+// returns them in a list the caller gives back with answerVisible. When
+// the readable end has reached every waiter (the usual case: a pass's
+// puts wait for the pass's write), the lists are swapped and nothing is
+// copied.
 func (c *CommitLog) takeVisibleLocked() []visWaiter {
 	if len(c.visWaiters) == 0 {
 		return nil
 	}
 	vis := c.visible.Load()
-	var out []visWaiter
+	ready := 0
+	for i := range c.visWaiters {
+		if c.visWaiters[i].end <= vis {
+			ready++
+		}
+	}
+	if ready == 0 {
+		return nil
+	}
+	spare := c.visSpare[:0]
+	c.visSpare = nil
+	if ready == len(c.visWaiters) {
+		out := c.visWaiters
+		c.visWaiters = spare
+		return out
+	}
+	out := spare
 	keep := c.visWaiters[:0]
 	for _, w := range c.visWaiters {
 		if w.end <= vis {
@@ -204,6 +224,27 @@ func (c *CommitLog) takeVisibleLocked() []visWaiter {
 	clear(c.visWaiters[len(keep):])
 	c.visWaiters = keep
 	return out
+}
+
+// maxSpareWaiters bounds the list kept for reuse: a burst of held puts
+// does not keep its list's memory for good.
+const maxSpareWaiters = 4096
+
+// answerVisible answers the waiters takeVisibleLocked returned, outside
+// pubMu, and keeps their list for the next time.
+func (c *CommitLog) answerVisible(ready []visWaiter) {
+	for _, v := range ready {
+		v.done(v.res)
+	}
+	if cap(ready) == 0 || cap(ready) > maxSpareWaiters {
+		return
+	}
+	clear(ready) // the answered puts' results and callbacks are not kept
+	c.pubMu.Lock()
+	if c.visSpare == nil {
+		c.visSpare = ready[:0]
+	}
+	c.pubMu.Unlock()
 }
 
 // failVisibleWaiters answers every held put SERVICE_NOT_AVAILABLE (an

@@ -113,7 +113,7 @@ func (st *DefaultMessageStore) recover() error {
 		return fmt.Errorf("store: re-dispatch from %d: %w", from, err)
 	}
 	for _, cq := range st.allQueues() {
-		c.queueOffsets[queueKey{cq.topic, cq.queueID}] = cq.maxOffset.Load()
+		c.setQueueOffsetLocked(queueKey{cq.topic, cq.queueID}, cq.maxOffset.Load())
 	}
 	if st.cfg.MessageIndexEnable {
 		if err := st.openIndex(abnormal, end); err != nil {

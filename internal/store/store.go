@@ -423,7 +423,11 @@ func (st *DefaultMessageStore) finishPut(out appendOutcome, n int, wait, systemT
 		done(PutResult{Status: out.status, Remark: out.remark})
 		return
 	}
-	d := time.Duration(st.commitLog.monoNs() - start)
+	end := out.endNs
+	if end == 0 {
+		end = st.commitLog.monoNs()
+	}
+	d := time.Duration(end - start)
 	st.stats.rt.RecordPut(n, out.end-out.wrote, d, systemTopic)
 	st.stats.puts.Add(int64(n))
 	st.stats.putBytes.Add(out.end - out.wrote)

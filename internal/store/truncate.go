@@ -379,7 +379,7 @@ func (st *DefaultMessageStore) RebuildQueueOffsets() error {
 	}
 	c.lock.Lock()
 	for k, n := range next {
-		c.queueOffsets[k] = n
+		c.setQueueOffsetLocked(k, n)
 	}
 	c.lock.Unlock()
 	return nil
