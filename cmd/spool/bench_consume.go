@@ -45,6 +45,17 @@ func benchConsumeCmd() *cobra.Command {
 				return fmt.Errorf("topic %s has no route", topic)
 			}
 			qs := r.readQueues()
+			offsets := make([]int64, len(qs))
+			if fromLatest {
+				for i, q := range qs {
+					resp, err := call(cli, q.addr, remoting.NewRequest(remoting.GetMaxOffset,
+						map[string]string{"topic": topic, "queueId": strconv.Itoa(q.queueID)}, nil))
+					if err != nil {
+						return err
+					}
+					offsets[i], _ = strconv.ParseInt(resp.Ext("offset"), 10, 64)
+				}
+			}
 			m := newMeter()
 			ctx, cancel := context.WithTimeout(context.Background(), duration)
 			defer cancel()
@@ -71,28 +82,27 @@ func benchConsumeCmd() *cobra.Command {
 				}()
 			}
 			var wg sync.WaitGroup
-			for _, q := range qs {
+			if pullDepth <= 1 {
+				// One pull in flight per queue: one goroutine and one
+				// connection per broker (bench_drain.go).
+				for _, b := range byBroker(qs, offsets) {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						consumeBroker(ctx, b.addr, b.qs, b.offsets, topic, group, pullBatch, m, &last)
+					}()
+				}
+				wg.Wait()
+				printSummary(m.summary(), asJSON)
+				return nil
+			}
+			for i, q := range qs {
 				wg.Add(1)
 				go func(q queueRef) {
 					defer wg.Done()
-					offset := int64(0)
-					if fromLatest {
-						resp, err := call(cli, q.addr, remoting.NewRequest(remoting.GetMaxOffset,
-							map[string]string{"topic": topic, "queueId": strconv.Itoa(q.queueID)}, nil))
-						if err != nil {
-							m.failure(err)
-							return
-						}
-						offset, _ = strconv.ParseInt(resp.Ext("offset"), 10, 64)
-					}
+					offset := offsets[i]
 					for ctx.Err() == nil {
-						var next int64
-						var err error
-						if pullDepth > 1 {
-							next, err = pullRound(ctx, cli, q, topic, group, offset, pullBatch, pullDepth, m, &last)
-						} else {
-							next, err = pullOnce(ctx, cli, q, topic, group, offset, pullBatch, m, &last)
-						}
+						next, err := pullRound(ctx, cli, q, topic, group, offset, pullBatch, pullDepth, m, &last)
 						if err != nil {
 							if ctx.Err() == nil {
 								m.failure(err)
@@ -121,23 +131,18 @@ func benchConsumeCmd() *cobra.Command {
 	return cmd
 }
 
-// pullOnce makes one long-polling pull and records each message's
-// end-to-end latency (store time to receipt).
-func pullOnce(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, maxMsgs int, m *meter, last *atomic.Int64) (int64, error) {
-	resp, err := pullRequest(ctx, cli, q, topic, group, offset, maxMsgs, true)
-	if err != nil {
-		return offset, err
-	}
-	next, _, err := accountPull(resp, m, last)
-	if err != nil {
-		return offset, err
-	}
-	return next, nil
-}
-
 // pullRequest sends one PULL_MESSAGE; suspend asks the broker to hold it
 // while the queue has nothing new (long polling).
 func pullRequest(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, maxMsgs int, suspend bool) (*remoting.Command, error) {
+	rctx, cancel := context.WithTimeout(ctx, pullTimeout)
+	defer cancel()
+	return cli.Invoke(rctx, q.addr, newPullRequest(q, topic, group, offset, maxMsgs, suspend))
+}
+
+// newPullRequest is a PULL_MESSAGE of maxMsgs messages of q from offset,
+// with the subscription "*" and no offset commit, suspended (held while
+// the queue has nothing new) when suspend is set.
+func newPullRequest(q queueRef, topic, group string, offset int64, maxMsgs int, suspend bool) *remoting.Command {
 	sysFlag := "6" // subscription | suspend
 	if !suspend {
 		sysFlag = "4"
@@ -148,9 +153,7 @@ func pullRequest(ctx context.Context, cli *transport.Client, q queueRef, topic, 
 		"commitOffset": "0", "suspendTimeoutMillis": "5000", "subscription": "*", "subVersion": "0",
 		"expressionType": "TAG",
 	}
-	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	return cli.Invoke(rctx, q.addr, remoting.NewRequest(remoting.PullMessage, ext, nil))
+	return remoting.NewRequest(remoting.PullMessage, ext, nil)
 }
 
 // accountPull checks a pull answer, counts its messages and returns the
@@ -236,4 +239,29 @@ func pullRound(ctx context.Context, cli *transport.Client, q queueRef, topic, gr
 		}
 	}
 	return next, firstErr
+}
+
+// brokerQueues is the queues one broker serves, and their offsets.
+type brokerQueues struct {
+	addr    string
+	qs      []queueRef
+	offsets []int64
+}
+
+// byBroker groups qs (and their offsets) by broker address, in the order
+// the addresses first appear.
+func byBroker(qs []queueRef, offsets []int64) []*brokerQueues {
+	var out []*brokerQueues
+	at := map[string]*brokerQueues{}
+	for i, q := range qs {
+		b := at[q.addr]
+		if b == nil {
+			b = &brokerQueues{addr: q.addr}
+			at[q.addr] = b
+			out = append(out, b)
+		}
+		b.qs = append(b.qs, q)
+		b.offsets = append(b.offsets, offsets[i])
+	}
+	return out
 }

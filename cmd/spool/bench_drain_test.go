@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
+)
+
+// TestConsumeBrokerDrainsEveryQueue drives the consumer's one-goroutine
+// pull loop against a standalone broker: it must receive every message of
+// every queue once, leave each queue's offset at its end, and then keep
+// long-polling, so that messages sent while it waits arrive too.
+func TestConsumeBrokerDrainsEveryQueue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone process")
+	}
+	f := startStandalone(t)
+	cli := transport.NewClient(transport.ClientConfig{DialTimeout: time.Second})
+	defer cli.Close()
+	const topic, queues, size = "DrainT", 4, 100
+	body := make([]byte, size)
+	sent := make([]int64, queues)
+	send := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			q := i % queues
+			ext := map[string]string{
+				"producerGroup": "drain-test", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": strconv.Itoa(queues),
+				"queueId": strconv.Itoa(q), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10),
+				"flag": "0", "properties": "",
+			}
+			if _, err := call(cli, f.addr, remoting.NewRequest(remoting.SendMessage, ext, body)); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+			sent[q]++
+		}
+	}
+	send(203)
+	qs := make([]queueRef, queues)
+	for i := range qs {
+		qs[i] = queueRef{addr: f.addr, queueID: i}
+	}
+	offsets := make([]int64, queues)
+	m := newMeter()
+	var last atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		consumeBroker(ctx, f.addr, qs, offsets, topic, "drain-test-group", 8, m, &last)
+	}()
+	waitFor := func(n int64) {
+		t.Helper()
+		for m.ok.Load() < n && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := m.ok.Load(); got != n {
+			t.Fatalf("received %d messages, want %d (errors %d, first %v)", got, n, m.errs.Load(), m.firstErr.Load())
+		}
+	}
+	waitFor(203)
+	// Held pulls now wait on every queue; these arrive through them.
+	time.Sleep(100 * time.Millisecond)
+	send(41)
+	waitFor(244)
+	time.Sleep(200 * time.Millisecond) // nothing more may arrive
+	cancel()
+	<-done
+	if got := m.ok.Load(); got != 244 {
+		t.Fatalf("received %d messages in the end, want 244", got)
+	}
+	if got := m.bytes.Load(); got != 244*size {
+		t.Fatalf("received %d body bytes, want %d", got, 244*size)
+	}
+	if n := m.errs.Load(); n != 0 {
+		t.Fatalf("%d failures, first %v", n, m.firstErr.Load())
+	}
+	for q := range offsets {
+		if offsets[q] != sent[q] {
+			t.Fatalf("queue %d ends at offset %d, %d were sent to it", q, offsets[q], sent[q])
+		}
+	}
+}
+
+// TestFrameBuffered checks the test the pull loop makes before it reads:
+// only a whole frame in the reader's buffer is read without waiting.
+func TestFrameBuffered(t *testing.T) {
+	req := remoting.NewRequest(remoting.PullMessage, map[string]string{"topic": "T"}, []byte("body"))
+	frameBytes, err := remoting.AppendFrame(nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want bool
+	}{
+		{"nothing", nil, false},
+		{"part of the length", frameBytes[:3], false},
+		{"part of the frame", frameBytes[:len(frameBytes)-1], false},
+		{"the frame", frameBytes, true},
+		{"a frame and part of the next", append(append([]byte{}, frameBytes...), frameBytes[:5]...), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := bufioWith(t, tc.in)
+			if got := frameBuffered(br); got != tc.want {
+				t.Fatalf("frameBuffered = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// bufioWith is a reader whose buffer holds in, as after one read.
+func bufioWith(t *testing.T, in []byte) *bufio.Reader {
+	t.Helper()
+	br := bufio.NewReaderSize(bytes.NewReader(in), 4096)
+	_, _ = br.Peek(1) // one read fills the buffer with all of in
+	if br.Buffered() != len(in) {
+		t.Fatalf("buffered %d of %d bytes", br.Buffered(), len(in))
+	}
+	return br
+}
