@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/spoolmq/spool/internal/tlsconf"
@@ -18,13 +16,14 @@ import (
 // (bench produce): the generator's own cost per message stays small, so
 // on a machine it shares with the broker it measures the broker, not
 // itself. With one request in flight a single goroutine writes a request
-// and reads its answer; with more, a writer keeps up to --inflight
-// requests outstanding, writing those it may send at once together, and
-// a reader matches each answer to its request's send time by opaque.
+// and reads its answer; with more, a single goroutine keeps up to
+// --inflight requests outstanding, writing those it may send at once
+// together, and matches each answer to its request's send time by
+// opaque.
 // Requests are built, signed (--accessKey) and framed as Spool's client
 // would; --tls dials TLS.
 
-// pipeBatchMax bounds the requests the writer frames into one write.
+// pipeBatchMax bounds the requests framed into one write.
 const pipeBatchMax = 64
 
 // produceConn sends to the queues qs (all of one broker) until ctx ends,
@@ -111,123 +110,99 @@ func produceSync(ctx context.Context, nc net.Conn, qs []queueRef, build requestB
 	return nil
 }
 
-// sent is what the reader needs of an outstanding request.
+// sent is what the generator keeps of an outstanding request.
 type sent struct {
 	at          time.Time
 	msgs, bytes int
 }
 
-// producePipelined keeps up to window requests outstanding.
+// backedOff is a slot whose request got a busy answer: it sends again
+// once until has passed.
+type backedOff struct {
+	slot  int
+	until time.Time
+}
+
+// producePipelined keeps up to window requests outstanding from one
+// goroutine, as redis-benchmark drives a pipelined client: it writes the
+// requests of every free slot (up to pipeBatchMax per write), reads
+// answers, and once no whole answer is left in its buffer writes the
+// requests of the slots the answers freed, then waits for more. A
+// request's opaque is its slot. A busy answer holds its slot back for
+// 1 ms. When ctx ends it sends nothing more and returns once the
+// outstanding requests are answered (or none came for 3 s).
 func producePipelined(ctx context.Context, nc net.Conn, qs []queueRef, window int, build requestBuilder, m *meter) error {
-	var mu sync.Mutex
-	outstanding := make(map[int32]sent, window) // guarded by mu
-	slots := make(chan struct{}, window)
-	for range window {
-		slots <- struct{}{}
+	br := bufio.NewReaderSize(nc, 256<<10)
+	slots := make([]sent, window)
+	busy := make([]bool, window)
+	free := make([]int, 0, window)
+	for i := window - 1; i >= 0; i-- {
+		free = append(free, i)
 	}
-	readErr := make(chan error, 1)
-	writerDone := make(chan struct{})
-	go func() {
-		br := bufio.NewReaderSize(nc, 256<<10)
-		for {
-			resp, err := remoting.ReadCommandCompact(br, 0)
-			if err != nil {
-				readErr <- err
-				return
-			}
-			now := time.Now()
-			mu.Lock()
-			s, ok := outstanding[resp.Opaque]
-			delete(outstanding, resp.Opaque)
-			left := len(outstanding)
-			mu.Unlock()
-			if !ok {
-				continue
-			}
-			if account(m, resp, s.msgs, s.bytes, now.Sub(s.at)) {
-				slots <- struct{}{}
-			} else {
-				// A busy broker: this slot backs off a little.
-				time.AfterFunc(time.Millisecond, func() { slots <- struct{}{} })
-			}
-			select {
-			case <-writerDone:
-				if left == 0 {
-					readErr <- nil
-					return
-				}
-			default:
-			}
-		}
-	}()
+	var held []backedOff
 	var sb sendBuilder
 	var buf []byte
-	var err error
-	seq := 0
-	write := func() error {
-		if len(buf) == 0 {
+	inflight, seq := 0, 0
+	for {
+		if !frameBuffered(br) {
+			now := time.Now()
+			keep := held[:0]
+			for _, b := range held {
+				if now.Before(b.until) {
+					keep = append(keep, b)
+				} else {
+					free = append(free, b.slot)
+				}
+			}
+			held = keep
+			for ctx.Err() == nil && len(free) > 0 {
+				for n := 0; n < pipeBatchMax && len(free) > 0; n++ {
+					slot := free[len(free)-1]
+					free = free[:len(free)-1]
+					req, msgs, bytes := build(&sb, qs[seq%len(qs)], now)
+					seq++
+					var err error
+					if buf, err = frame(buf, req, int32(slot)); err != nil {
+						return err
+					}
+					slots[slot], busy[slot] = sent{at: now, msgs: msgs, bytes: bytes}, true
+					inflight++
+				}
+				_ = nc.SetWriteDeadline(now.Add(3 * time.Second))
+				if _, err := nc.Write(buf); err != nil {
+					return err
+				}
+				buf = buf[:0]
+			}
+			if inflight == 0 {
+				if ctx.Err() != nil {
+					return nil
+				}
+				// Every slot is held back after a busy answer.
+				time.Sleep(time.Until(held[0].until))
+				continue
+			}
+			_ = nc.SetReadDeadline(now.Add(3 * time.Second))
+		}
+		resp, err := remoting.ReadCommandCompact(br, 0)
+		if err != nil {
+			return fmt.Errorf("%d requests unanswered: %w", inflight, err)
+		}
+		slot := int(resp.Opaque)
+		if !resp.IsResponse() || slot < 0 || slot >= window || !busy[slot] {
+			continue // not an answer to a request of this connection
+		}
+		now := time.Now()
+		s := slots[slot]
+		busy[slot] = false
+		inflight--
+		if account(m, resp, s.msgs, s.bytes, now.Sub(s.at)) {
+			free = append(free, slot)
+		} else {
+			held = append(held, backedOff{slot: slot, until: now.Add(time.Millisecond)})
+		}
+		if inflight == 0 && ctx.Err() != nil {
 			return nil
 		}
-		_ = nc.SetWriteDeadline(time.Now().Add(3 * time.Second))
-		_, err := nc.Write(buf)
-		buf = buf[:0]
-		return err
 	}
-	for err == nil {
-		select {
-		case <-ctx.Done():
-		case <-slots:
-		case err = <-readErr:
-			continue
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		for n := 0; ; n++ {
-			q := qs[seq%len(qs)]
-			now := time.Now()
-			req, msgs, bytes := build(&sb, q, now)
-			op := int32(seq)
-			seq++
-			mu.Lock()
-			outstanding[op] = sent{at: now, msgs: msgs, bytes: bytes}
-			mu.Unlock()
-			if buf, err = frame(buf, req, op); err != nil {
-				break
-			}
-			if n+1 == pipeBatchMax {
-				break
-			}
-			select {
-			case <-slots:
-				continue
-			default:
-			}
-			break
-		}
-		if err == nil {
-			err = write()
-		}
-	}
-	close(writerDone)
-	if err != nil {
-		return err
-	}
-	// Wait for the answers still outstanding, up to the request timeout.
-	mu.Lock()
-	left := len(outstanding)
-	mu.Unlock()
-	if left == 0 {
-		return nil
-	}
-	_ = nc.SetReadDeadline(time.Now().Add(3 * time.Second))
-	if err := <-readErr; err != nil && !errors.Is(err, net.ErrClosed) {
-		mu.Lock()
-		n := len(outstanding)
-		mu.Unlock()
-		if n > 0 {
-			return fmt.Errorf("%d requests unanswered: %w", n, err)
-		}
-	}
-	return nil
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,4 +101,119 @@ func TestEpollProducersCountWhatWasStored(t *testing.T) {
 		t.Fatalf("summary %+v", s)
 	}
 	checkStored(t, b, topic, qs, s.OK)
+}
+
+// scriptedBroker answers sends as they arrive, the answers to what one
+// read brought in reverse order, every busyEvery-th answer SYSTEM_BUSY; it
+// records the most requests it held unanswered and what it answered.
+type scriptedBroker struct {
+	busyEvery int
+
+	mu             sync.Mutex
+	maxOutstanding int
+	ok, busy       int
+}
+
+func (s *scriptedBroker) serve(t *testing.T, nc net.Conn) {
+	defer nc.Close()
+	br := bufio.NewReader(nc)
+	n := 0
+	for {
+		var batch []*remoting.Command
+		req, err := remoting.ReadCommandCompact(br, 0)
+		if err != nil {
+			return
+		}
+		batch = append(batch, req)
+		for frameBuffered(br) {
+			if req, err = remoting.ReadCommandCompact(br, 0); err != nil {
+				return
+			}
+			batch = append(batch, req)
+		}
+		s.mu.Lock()
+		s.maxOutstanding = max(s.maxOutstanding, len(batch))
+		s.mu.Unlock()
+		var out []byte
+		for i := len(batch) - 1; i >= 0; i-- {
+			n++
+			code := int32(remoting.Success)
+			if n%s.busyEvery == 0 {
+				code = remoting.SystemBusy
+			}
+			resp := remoting.NewResponse(batch[i], code, "")
+			resp.Opaque = batch[i].Opaque
+			if out, err = remoting.AppendFrame(out, resp); err != nil {
+				t.Error(err)
+				return
+			}
+			s.mu.Lock()
+			if code == remoting.Success {
+				s.ok++
+			} else {
+				s.busy++
+			}
+			s.mu.Unlock()
+		}
+		if _, err := nc.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// TestProducePipelinedKeepsItsWindow drives the one-goroutine pipelined
+// producer against a broker that answers out of order and sometimes busy:
+// it never has more than its window unanswered, counts every answer (the
+// busy ones as failures), and returns once ctx has ended and what it sent
+// is answered.
+func TestProducePipelinedKeepsItsWindow(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s := &scriptedBroker{busyEvery: 7}
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go s.serve(t, nc)
+		}
+	}()
+	body := []byte("0123456789")
+	build := func(sb *sendBuilder, q queueRef, now time.Time) (*remoting.Command, int, int) {
+		return sb.build("T", q.queueID, body, 1, remoting.SerializeJSON, now), 1, len(body)
+	}
+	qs := []queueRef{{addr: ln.Addr().String(), queueID: 0}, {addr: ln.Addr().String(), queueID: 1}}
+	const window = 16
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	m := newMeter()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := producePipelined(ctx, nc, qs, window, build, m); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ok == 0 || s.busy == 0 {
+		t.Fatalf("the broker answered %d OK and %d busy; want both", s.ok, s.busy)
+	}
+	if s.maxOutstanding > window {
+		t.Fatalf("%d requests unanswered at once, window %d", s.maxOutstanding, window)
+	}
+	if got := m.ok.Load(); got != int64(s.ok) {
+		t.Fatalf("counted %d sent, the broker answered %d OK", got, s.ok)
+	}
+	if got := m.errs.Load(); got != int64(s.busy) {
+		t.Fatalf("counted %d failures, the broker answered %d busy", got, s.busy)
+	}
+	if got := m.bytes.Load(); got != int64(s.ok*len(body)) {
+		t.Fatalf("counted %d bytes, want %d", got, s.ok*len(body))
+	}
 }
