@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,16 +26,12 @@ func TestConsumeBrokerDrainsEveryQueue(t *testing.T) {
 	const topic, queues, size = "DrainT", 4, 100
 	body := make([]byte, size)
 	sent := make([]int64, queues)
+	var sb sendBuilder // the producer's requests: SEND_MESSAGE_V2, 4 queues when the topic is made
 	send := func(n int) {
 		t.Helper()
 		for i := 0; i < n; i++ {
 			q := i % queues
-			ext := map[string]string{
-				"producerGroup": "drain-test", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": strconv.Itoa(queues),
-				"queueId": strconv.Itoa(q), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10),
-				"flag": "0", "properties": "",
-			}
-			if _, err := call(cli, f.addr, remoting.NewRequest(remoting.SendMessage, ext, body)); err != nil {
+			if _, err := call(cli, f.addr, sb.build(topic, q, body, 1, remoting.SerializeJSON, time.Now())); err != nil {
 				t.Fatalf("send %d: %v", i, err)
 			}
 			sent[q]++
