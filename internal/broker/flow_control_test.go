@@ -64,6 +64,15 @@ func (s *busyStore) GetMessage(group, topic string, queueID int32, offset int64,
 	return r
 }
 
+// GetMessageNoWait turns every pull of cold data back to a worker, as a
+// read of data outside memory would be.
+func (s *busyStore) GetMessageNoWait(group, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int32, filter store.MessageFilter) (*store.GetResult, bool) {
+	if s.cold.Load() {
+		return nil, false
+	}
+	return s.MessageStore.GetMessageNoWait(group, topic, queueID, offset, maxMsgNums, maxBytes, filter)
+}
+
 func (s *busyStore) EvictPageCache(topic string) (store.EvictReport, error) {
 	if s.evict != nil {
 		return s.evict(topic)
@@ -522,6 +531,7 @@ func TestRuntimeInfoKeys(t *testing.T) {
 		"coldReadBytesPerSecond":         `^134217728$`,
 		"coldReadBytes":                  integer,
 		"coldReadHeld":                   integer,
+		"pullsHandedOff":                 integer,
 		"queuedRequestBytes":             integer,
 		"requestBodyBudgetPauses":        integer,
 		"requestBodyBudgetPausedMills":   integer,
@@ -537,5 +547,52 @@ func TestRuntimeInfoKeys(t *testing.T) {
 		if !regexp.MustCompile(re).MatchString(v) {
 			t.Errorf("%s = %q, want /%s/", k, v, re)
 		}
+	}
+}
+
+// A pull of data the page cache no longer holds, read by an event loop,
+// is handed to the pull workers: answered with the records all the same,
+// counted in pullsHandedOff; a pull of data in memory stays on the loop.
+func TestColdPullOnLoopIsHandedOff(t *testing.T) {
+	e, _ := startBusyBroker(t, func(_ *Config, sc *store.Config) { sc.FlushIntervalCommitLog = 10 }, nil)
+	e.createTopic("HANDOFF", 1)
+	body := strings.Repeat("h", 1000)
+	for range 40 {
+		e.mustSend("HANDOFF", 0, "", body)
+	}
+	e.waitDispatched("HANDOFF", 0, 40)
+	pull := func() {
+		t.Helper()
+		r := e.invoke(pullReq("g", "HANDOFF", 0, 0, pullFlagSubscription, 0, "*"))
+		if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 32 || extInt(t, r, "nextBeginOffset") != 32 {
+			t.Fatalf("pull: code %d %q, next %s", r.Code, r.Remark, r.Ext("nextBeginOffset"))
+		}
+	}
+	f := e.b.flow
+	pull()
+	if n := f.PullsHandedOff.Load(); n != 0 {
+		t.Fatalf("a pull of data in memory was handed off (%d)", n)
+	}
+	// The records are evicted once flushed (every 10 ms here).
+	var ev store.EvictReport
+	for try := 0; try < 50; try++ {
+		var err error
+		if ev, err = e.b.store.EvictPageCache(""); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Bytes >= 40*1000 && ev.ResidentAfter == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ev.Bytes < 40*1000 || ev.ResidentAfter != 0 {
+		t.Skipf("the page cache kept the pages (%+v)", ev)
+	}
+	pull()
+	if n := f.PullsHandedOff.Load(); n != 1 {
+		t.Fatalf("%d pulls handed off after the eviction, want 1", n)
+	}
+	if info := e.runtimeInfo(); info["pullsHandedOff"] != "1" {
+		t.Fatalf("pullsHandedOff %s", info["pullsHandedOff"])
 	}
 }

@@ -171,6 +171,7 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	i64("coldReadLimited", f.ColdLimited.Load())
 	i64("coldReadHeld", f.ColdHeld.Load())
 	i64("coldReadRetried", f.ColdRetried.Load())
+	i64("pullsHandedOff", f.PullsHandedOff.Load())
 	i64("queuedRequestBytes", ss.QueuedBodyBytes)
 	i64("requestBodyBudgetPauses", int64(ss.BodyBudgetPauses))
 	i64("requestBodyBudgetPausedMills", ss.BodyBudgetPaused.Milliseconds())

@@ -60,6 +60,9 @@ type Flow struct {
 	ColdRetried     atomic.Int64 // held pulls answered PULL_RETRY_IMMEDIATELY
 	ColdLimited     atomic.Int64 // cold pulls served with a reduced byte limit
 	ColdBytes       atomic.Int64 // bytes served by cold pulls
+	// PullsHandedOff counts pulls an event loop gave to the pull workers
+	// because they would have waited for the disk.
+	PullsHandedOff atomic.Int64
 }
 
 func newFlow(d *Path, take func(int64) (int64, time.Duration), charge func(int64)) *Flow {
@@ -152,6 +155,9 @@ type coldDecision struct {
 	checked  bool          // coldness was checked before the read
 	cold     bool          // checked and cold: charge what is read
 	wait     time.Duration // > 0: the budget is spent, hold the pull
+	// handOff: on an event loop, the check would read the consume queue
+	// (coldReadOnLoop); the pull goes to the workers, nothing decided.
+	handOff bool
 }
 
 // coldRead decides a pull's byte limit under the cold-read budget. A pull
@@ -161,7 +167,14 @@ type coldDecision struct {
 // is skipped and the read is charged afterwards if the store reports it
 // went behind memory; below that the pull is checked first and, when cold,
 // read with what the bucket holds, or held when it holds nothing.
-func (f *Flow) coldRead(h *pullHeader) coldDecision {
+func (f *Flow) coldRead(h *pullHeader) coldDecision { return f.coldReadOn(h, false) }
+
+// coldReadOnLoop is coldRead for a pull on an event loop: when the budget
+// is low enough that the pull's coldness must be checked (a read of its
+// consume-queue entry), it decides nothing and says handOff.
+func (f *Flow) coldReadOnLoop(h *pullHeader) coldDecision { return f.coldReadOn(h, true) }
+
+func (f *Flow) coldReadOn(h *pullHeader, onLoop bool) coldDecision {
 	d := coldDecision{maxBytes: h.maxMsgBytes}
 	rate := f.d.config().ColdReadBytesPerSecond
 	if rate <= 0 {
@@ -172,8 +185,11 @@ func (f *Flow) coldRead(h *pullHeader) coldDecision {
 	if wait == 0 && allow >= int64(f.d.config().MaxTransferBytesOnMessageInDisk) {
 		return d
 	}
-	d.checked = true
 	st := f.d.store
+	if onLoop && h.queueOffset < st.MaxOffsetInQueue(h.topic, h.queueID) {
+		return coldDecision{handOff: true}
+	}
+	d.checked = true
 	if h.queueOffset >= st.MaxOffsetInQueue(h.topic, h.queueID) || st.CheckInMemByConsumeOffset(h.topic, h.queueID, h.queueOffset) {
 		return d
 	}

@@ -99,7 +99,16 @@ func (d *Path) HandlePull(c *transport.Conn, req *remoting.Command) transport.Re
 	if resp := d.slavePullRefusal(req, h); resp != nil {
 		return transport.Respond(resp)
 	}
-	resp, found, held := d.runPull(c, req, h, true)
+	var resp *remoting.Command
+	var found *pullReply
+	var held *transport.Responder
+	if c.OnLoop(req) {
+		// On an event loop the pull reads only what is in memory; one that
+		// would wait for the disk is handed to the pull workers.
+		resp, found, held = d.runPullOn(c, req, h, pullOnLoop)
+	} else {
+		resp, found, held = d.runPull(c, req, h, true)
+	}
 	switch {
 	case held != nil:
 		return transport.Later(held)
@@ -186,6 +195,40 @@ func (d *Path) answerRerun(r *transport.Responder, h *pullHeader) {
 	d.replyLater(r, d.withPullExt(h, resp))
 }
 
+// pullRun is how a run of runPullOn may proceed.
+type pullRun struct {
+	firstRun bool // the request's first execution: it may be held, and commits its offset
+	// onLoop: the run is on an event loop and must not wait; a read that
+	// would is handed, with the whole pull, to the pull executor's workers.
+	onLoop bool
+	// own is the responder of a pull handed off from a loop, which a hold
+	// takes instead of deferring the request again.
+	own *transport.Responder
+}
+
+var pullOnLoop = pullRun{firstRun: true, onLoop: true}
+
+// handOff gives a pull that would wait on an event loop to its
+// executor's workers, where it runs again from the start as a first run
+// (nothing it did on the loop is kept but the subscription group, created
+// either way). The loop's handler returns Later with the responder.
+func (d *Path) handOff(c *transport.Conn, req *remoting.Command, h *pullHeader) *transport.Responder {
+	d.flow.PullsHandedOff.Add(1)
+	r := c.Defer(req)
+	hh := heldHeader(h)
+	d.pullExecutor(req).Resume(r, func(r *transport.Responder) {
+		resp, found, held := d.runPullOn(r.Conn(), r.Request(), hh, pullRun{firstRun: true, own: r})
+		switch {
+		case held != nil: // held by long polling or the cold-read hold, which answer r
+		case found != nil:
+			r.ReplyPiecesOf(resp, found.res.Buffers, found)
+		default:
+			d.replyLater(r, d.withPullExt(hh, resp))
+		}
+	})
+	return r
+}
+
 // pullReply is a found pull's answer and the store's result whose buffers
 // are its body. It comes from pullReplies and goes back there, with the
 // result (GetResult.Recycle), when the transport has written or dropped
@@ -212,6 +255,14 @@ func (p *pullReply) Release() {
 // then its responder, completed by the long-poll service or the cold-read
 // hold.
 func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, firstRun bool) (resp *remoting.Command, found *pullReply, held *transport.Responder) {
+	return d.runPullOn(c, req, h, pullRun{firstRun: firstRun})
+}
+
+// runPullOn is runPull run as run says: on an event loop a pull that
+// would wait for the disk (or that the cold-read budget governs) is handed
+// off, and held is then the responder the workers answer.
+func (d *Path) runPullOn(c *transport.Conn, req *remoting.Command, h *pullHeader, run pullRun) (resp *remoting.Command, found *pullReply, held *transport.Responder) {
+	firstRun := run.firstRun
 	cfg := d.config()
 	if !metadata.IsReadable(cfg.BrokerPermission) {
 		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", d.addr())), nil, nil
@@ -284,19 +335,36 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 	if maxNums <= 0 {
 		maxNums = 1
 	}
-	cold := d.flow.coldRead(h)
+	var cold coldDecision
+	if run.onLoop {
+		if cold = d.flow.coldReadOnLoop(h); cold.handOff {
+			return nil, nil, d.handOff(c, req, h)
+		}
+	} else {
+		cold = d.flow.coldRead(h)
+	}
 	if cold.wait > 0 {
 		// Over the cold-read budget: hold the pull until the budget has
 		// room (a timer, not a worker), or answer an empty retry.
 		if firstRun && !d.stopping() {
-			held = c.Defer(req)
+			if held = run.own; held == nil {
+				held = c.Defer(req)
+			}
 			d.holdColdPull(held, heldHeader(h), cold.wait)
 			d.commitPullOffset(h, firstRun)
 			return nil, nil, held
 		}
 		return d.coldRetryResponse(req, h), nil, nil
 	}
-	res := d.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, cold.maxBytes, filter)
+	var res *store.GetResult
+	if run.onLoop {
+		var ok bool
+		if res, ok = d.store.GetMessageNoWait(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, cold.maxBytes, filter); !ok {
+			return nil, nil, d.handOff(c, req, h)
+		}
+	} else {
+		res = d.store.GetMessage(h.consumerGroup, h.topic, h.queueID, h.queueOffset, maxNums, cold.maxBytes, filter)
+	}
 	if res == nil {
 		return remoting.NewResponse(req, remoting.SystemError, "store getMessage result is null"), nil, nil
 	}
@@ -338,7 +406,9 @@ func (d *Path) runPull(c *transport.Conn, req *remoting.Command, h *pullHeader, 
 		}
 		if timeout > 0 {
 			res.Recycle()
-			held = c.Defer(req)
+			if held = run.own; held == nil {
+				held = c.Defer(req)
+			}
 			d.longPoll.Suspend(&longpoll.Pull{Responder: held, Topic: h.topic, QueueID: h.queueID, Offset: h.queueOffset, Header: heldHeader(h)}, millis(timeout))
 			d.commitPullOffset(h, firstRun)
 			return nil, nil, held

@@ -26,6 +26,9 @@ type MessageStore interface {
 	// GetMessage reads up to maxMsgNums messages (and about maxBytes) of
 	// topic/queueID from logical offset, filtered by filter (nil = all).
 	GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult
+	// GetMessageNoWait is GetMessage for a caller that must not wait for
+	// the device: ok false (nothing read) when the pull would have had to.
+	GetMessageNoWait(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) (*GetResult, bool)
 
 	MaxOffsetInQueue(topic string, queueID int32) int64
 	MinOffsetInQueue(topic string, queueID int32) int64

@@ -634,6 +634,12 @@ func (c *CommitLog) kickDispatch() {
 // read copies size bytes at commit-log offset phy into dst (grown as
 // needed) and returns the slice.
 func (c *CommitLog) read(dst []byte, phy int64, size int) ([]byte, error) {
+	return c.readMaybeWait(dst, phy, size, false)
+}
+
+// readMaybeWait is read; with noWait it returns errWouldWait instead of
+// waiting for the device.
+func (c *CommitLog) readMaybeWait(dst []byte, phy int64, size int, noWait bool) ([]byte, error) {
 	if phy < 0 || phy+int64(size) > c.visible.Load() {
 		return dst, fmt.Errorf("%w: [%d, %d) beyond the readable end %d", ErrOffsetNotFound, phy, phy+int64(size), c.visible.Load())
 	}
@@ -649,9 +655,20 @@ func (c *CommitLog) read(dst []byte, phy int64, size int) ([]byte, error) {
 	n := len(dst)
 	dst = growLen(dst, size)
 	var err error
-	if mf.data != nil && c.visible.Load()-phy <= hotWindow {
+	switch {
+	case noWait && mf.data != nil:
+		// A copy from the mapping could fault and wait: only pages found
+		// in memory are copied.
+		if mf.resident(mf.data, pos, int64(size), c.monoNs()) {
+			err = mf.copyMapped(dst[n:], pos)
+		} else {
+			err = errWouldWait
+		}
+	case mf.data != nil && c.visible.Load()-phy <= hotWindow:
 		err = mf.copyMapped(dst[n:], pos)
-	} else {
+	case noWait:
+		err = mf.readAtNoWait(dst[n:], pos)
+	default:
 		err = mf.readAt(dst[n:], pos)
 	}
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/spoolmq/spool/internal/vfs"
 )
 
 // CQEntrySize is the size of a consume-queue entry:
@@ -395,6 +397,12 @@ func (cq *ConsumeQueue) dropTailLocked(at int64) {
 // file: those below written from the file, the rest from the tail. It
 // returns the bytes and the logical offset where that file ends.
 func (cq *ConsumeQueue) readEntries(dst []byte, off int64, n int) ([]byte, int64, error) {
+	return cq.readEntriesMaybeWait(dst, off, n, false)
+}
+
+// readEntriesMaybeWait is readEntries; with noWait it returns errWouldWait
+// instead of waiting for the device.
+func (cq *ConsumeQueue) readEntriesMaybeWait(dst []byte, off int64, n int, noWait bool) ([]byte, int64, error) {
 	max := cq.maxOffset.Load()
 	if off >= max || n <= 0 {
 		return dst[:0], off, nil
@@ -416,7 +424,15 @@ func (cq *ConsumeQueue) readEntries(dst []byte, off int64, n int) ([]byte, int64
 				break
 			}
 			rel := at*CQEntrySize - mf.from
-			_, err := mf.f.ReadAt(dst[got*CQEntrySize:(got+m)*CQEntrySize], rel)
+			var err error
+			if noWait {
+				if _, err = vfs.ReadAtNoWait(mf.f, dst[got*CQEntrySize:(got+m)*CQEntrySize], rel); err != nil {
+					mf.release()
+					return dst[:0], fileEnd, errWouldWait
+				}
+			} else {
+				_, err = mf.f.ReadAt(dst[got*CQEntrySize:(got+m)*CQEntrySize], rel)
+			}
 			mf.release()
 			if err != nil {
 				return dst[:0], fileEnd, fmt.Errorf("store: read %s at %d: %w", mf.path, rel, err)

@@ -24,6 +24,9 @@ var (
 	ErrLocked = errors.New("store: directory locked by another process")
 	// ErrConfig reports an invalid configuration.
 	ErrConfig = errors.New("store: invalid configuration")
+	// errWouldWait is a read made not to wait that would have waited for
+	// the device (GetMessageNoWait).
+	errWouldWait = errors.New("store: the read would wait for the device")
 	// ErrOffsetNotFound is returned for a commit-log offset that holds no
 	// record.
 	ErrOffsetNotFound = errors.New("store: no record at offset")

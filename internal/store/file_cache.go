@@ -269,6 +269,24 @@ func (cf *cachedFile) ReadAt(p []byte, off int64) (n int, err error) {
 	return n, err
 }
 
+// ReadAtNoWait reads through the descriptor only while it is open (one
+// closed by the cache would be opened again, which may wait for the
+// device): vfs.ErrWouldBlock otherwise.
+func (cf *cachedFile) ReadAtNoWait(p []byte, off int64) (int, error) {
+	c := cf.c
+	c.mu.Lock()
+	if cf.closed || cf.f == nil {
+		c.mu.Unlock()
+		return 0, vfs.ErrWouldBlock
+	}
+	cf.pins++
+	c.lru.MoveToFront(cf.elem)
+	f := cf.f
+	c.mu.Unlock()
+	defer cf.put()
+	return vfs.ReadAtNoWait(f, p, off)
+}
+
 func (cf *cachedFile) WriteAt(p []byte, off int64) (n int, err error) {
 	err = cf.do(func(f vfs.File) error { n, err = f.WriteAt(p, off); return err })
 	return n, err

@@ -82,9 +82,26 @@ func (st *DefaultMessageStore) batchFull(sizePy, maxMsgNums, maxBytes, bufferTot
 // GetMessage reads up to maxMsgNums messages of topic/queueID from offset.
 func (st *DefaultMessageStore) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
 	start := time.Now()
-	r := st.getMessage(topic, queueID, offset, maxMsgNums, maxBytes, filter)
+	r, _ := st.getMessage(topic, queueID, offset, maxMsgNums, maxBytes, filter, false)
 	st.stats.rt.RecordGet(r.Status == Found, len(r.Buffers), time.Since(start), isSystemTopic(topic))
 	return r
+}
+
+// GetMessageNoWait is GetMessage for a caller that must not wait for the
+// device (an event loop): it reads only what is in memory, and returns ok
+// false, having read and counted nothing, when the pull would have had to
+// wait (its consume-queue entries or a record span not in the page cache,
+// or a span read through a mapping). A resident span is copied after the
+// residency check of its chunk, remembered for 100 ms.
+func (st *DefaultMessageStore) GetMessageNoWait(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) (*GetResult, bool) {
+	start := time.Now()
+	r, wait := st.getMessage(topic, queueID, offset, maxMsgNums, maxBytes, filter, true)
+	if wait {
+		st.stats.getWouldWait.Add(1)
+		return nil, false
+	}
+	st.stats.rt.RecordGet(r.Status == Found, len(r.Buffers), time.Since(start), isSystemTopic(topic))
+	return r, true
 }
 
 // isSystemTopic tells the day totals to leave a topic out, as RocketMQ's
@@ -120,32 +137,34 @@ func putReadBuf(bp *[]byte) {
 	}
 }
 
-func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
+// getMessage is GetMessage; with noWait it reads only what is in memory
+// and reports wait (with a nil result) when it would have had to wait.
+func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter, noWait bool) (res *GetResult, wait bool) {
 	var head GetResult // what is known before any record is read
 	if st.state.Load() != stateRunning {
 		head.Status, head.NextBeginOffset = NoMatchedLogicQueue, offset
-		return newResult(head)
+		return newResult(head), false
 	}
 	cq := st.consumeQueue(topic, queueID, false)
 	if cq == nil {
 		head.Status, head.NextBeginOffset = NoMatchedLogicQueue, 0
-		return newResult(head)
+		return newResult(head), false
 	}
 	minOff, maxOff := cq.minOffset.Load(), cq.maxOffset.Load()
 	head.MinOffset, head.MaxOffset = minOff, maxOff
 	switch {
 	case maxOff == 0:
 		head.Status, head.NextBeginOffset = NoMessageInQueue, 0
-		return newResult(head)
+		return newResult(head), false
 	case offset < minOff:
 		head.Status, head.NextBeginOffset = OffsetTooSmall, minOff
-		return newResult(head)
+		return newResult(head), false
 	case offset == maxOff:
 		head.Status, head.NextBeginOffset = OffsetOverflowOne, offset
-		return newResult(head)
+		return newResult(head), false
 	case offset > maxOff:
 		head.Status, head.NextBeginOffset = OffsetOverflowBadly, maxOff
-		return newResult(head)
+		return newResult(head), false
 	}
 	if maxMsgNums <= 0 {
 		maxMsgNums = 1
@@ -167,15 +186,18 @@ func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset in
 		step = min(limit, int(maxMsgNums))
 	}
 	ebp := readBufPool.Get().(*[]byte)
-	entries, fileEnd, err := cq.readEntries((*ebp)[:0], offset, step)
+	entries, fileEnd, err := cq.readEntriesMaybeWait((*ebp)[:0], offset, step, noWait)
 	if err != nil || len(entries) == 0 {
 		*ebp = entries[:0]
 		readBufPool.Put(ebp)
+		if err == errWouldWait {
+			return nil, true
+		}
 		head.Status, head.NextBeginOffset = OffsetFoundNull, fileEnd
 		if fileEnd > maxOff {
 			head.NextBeginOffset = maxOff
 		}
-		return newResult(head)
+		return newResult(head), false
 	}
 
 	var pickArr [64]pick // one pull's picks stay off the heap in the common case
@@ -216,12 +238,15 @@ scan:
 			break
 		}
 		// Entries were skipped (records removed, or not valid): read on.
-		if entries, _, err = cq.readEntries(entries[:0], offset+int64(base), min(step, limit-base)); err != nil || len(entries) == 0 {
+		if entries, _, err = cq.readEntriesMaybeWait(entries[:0], offset+int64(base), min(step, limit-base), noWait); err != nil || len(entries) == 0 {
 			break
 		}
 	}
 	*ebp = entries[:0]
 	readBufPool.Put(ebp)
+	if err == errWouldWait {
+		return nil, true
+	}
 	head.NextBeginOffset = offset + int64(examined)
 	var r *GetResult
 	if len(picks) > 0 && len(picks) <= getResultInline {
@@ -259,14 +284,26 @@ scan:
 			c.preadSpans.Add(1)
 			base := len(data)
 			var err error
-			data, err = c.read(data, first.phy, int(last.phy-first.phy)+last.size)
+			data, err = c.readMaybeWait(data, first.phy, int(last.phy-first.phy)+last.size, noWait)
+			if err == errWouldWait {
+				*bp = data
+				putReadBuf(bp)
+				r.Recycle()
+				return nil, true
+			}
 			if err != nil {
 				// Fall back to one read per record (a span may cross a
 				// file end or a removed file).
 				data = data[:base]
 				for k := sp.from; k < sp.to; k++ {
 					b := len(data)
-					data, err = c.read(data, picks[k].phy, picks[k].size)
+					data, err = c.readMaybeWait(data, picks[k].phy, picks[k].size, noWait)
+					if err == errWouldWait {
+						*bp = data
+						putReadBuf(bp)
+						r.Recycle()
+						return nil, true
+					}
 					if err == nil {
 						picks[k].off, picks[k].ok = b, true
 					} else {
@@ -321,5 +358,5 @@ scan:
 	}
 	r.Status = status
 	r.SuggestPullingFromSlave = SlowRead(maxPhy, maxPhyPulling, st.memTotal, st.live().AccessMessageInMemoryMaxRatio)
-	return r
+	return r, false
 }

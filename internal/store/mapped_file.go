@@ -355,6 +355,22 @@ func (mf *MappedFile) readAt(p []byte, pos int64) error {
 	return fmt.Errorf("store: read %s at %d: %w", mf.path, pos, err)
 }
 
+// readAtNoWait is readAt that returns errWouldWait instead of waiting
+// for the device (the bytes are not all in the page cache).
+func (mf *MappedFile) readAtNoWait(p []byte, pos int64) error {
+	if pos < 0 || pos+int64(len(p)) > mf.committed.Load() {
+		return fmt.Errorf("%w: %s read [%d, %d) past readable %d", ErrOffsetNotFound, mf.path, pos, pos+int64(len(p)), mf.committed.Load())
+	}
+	if mf.spill != nil {
+		copy(p, mf.spill[pos:])
+		return nil
+	}
+	if _, err := vfs.ReadAtNoWait(mf.f, p, pos); err != nil {
+		return errWouldWait
+	}
+	return nil
+}
+
 // copyMapped copies from the mapping with page faults turned into errors;
 // used only for the hot (just written) tail.
 func (mf *MappedFile) copyMapped(p []byte, pos int64) (err error) {

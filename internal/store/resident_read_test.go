@@ -217,3 +217,85 @@ func TestResidentRemembersWhatItFound(t *testing.T) {
 		})
 	}
 }
+
+// TestGetMessageNoWait checks the read an event loop makes: records in
+// memory come back as GetMessage returns them, in one interleaved queue
+// (copied from the read mapping) and in a queue of its own (one span);
+// once the page cache has dropped the files, the read says it would wait
+// and returns nothing, and GetMessage still reads the records.
+func TestGetMessageNoWait(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.WriteWithoutMmap = true
+	st := openStarted(t, cfg, vfs.OS())
+	defer st.Shutdown()
+	body := func(q, i int) string { return fmt.Sprintf("q%d-m%03d-%0500d", q, i, i) }
+	for i := 0; i < 40; i++ {
+		for q := 0; q < 4; q++ {
+			mustPut(t, st, testMsg("NoWait", int32(q), body(q, i), ""))
+		}
+		mustPut(t, st, testMsg("Alone", 0, body(9, i), ""))
+	}
+	for q := 0; q < 4; q++ {
+		waitDispatched(t, st, "NoWait", int32(q), 40)
+	}
+	waitDispatched(t, st, "Alone", 0, 40)
+	c := st.commitLog
+	if err := c.flusher.flushTo(c.visible.Load()); err != nil {
+		t.Fatal(err)
+	}
+	check := func(r *GetResult, topic string, q, bodyQ int) {
+		t.Helper()
+		if r.Status != Found || len(r.Buffers) != 32 || r.NextBeginOffset != 32 {
+			t.Fatalf("%s/%d: %v, %d records, next %d", topic, q, r.Status, len(r.Buffers), r.NextBeginOffset)
+		}
+		for k, rec := range r.Buffers {
+			ext, err := message.DecodeRecord(rec)
+			if err != nil || ext.Topic != topic || ext.QueueOffset != int64(k) || string(ext.Body) != body(bodyQ, k) {
+				t.Fatalf("%s/%d offset %d: %v %+v", topic, q, k, err, ext)
+			}
+		}
+		r.Recycle()
+	}
+	for q := 0; q < 4; q++ {
+		r, ok := st.GetMessageNoWait("g", "NoWait", int32(q), 0, 32, 0, nil)
+		if !ok {
+			t.Fatalf("queue %d in memory: the read says it would wait", q)
+		}
+		check(r, "NoWait", q, q)
+	}
+	r, ok := st.GetMessageNoWait("g", "Alone", 0, 0, 32, 0, nil)
+	if !ok {
+		t.Fatal("a queue of its own in memory: the read says it would wait")
+	}
+	check(r, "Alone", 0, 9)
+	// A pull at the queue's end reads nothing and never waits.
+	if r, ok := st.GetMessageNoWait("g", "Alone", 0, 40, 32, 0, nil); !ok || r.Status != OffsetOverflowOne {
+		t.Fatalf("at the end: ok %v, %+v", ok, r)
+	}
+
+	var ev EvictReport
+	for try := 0; try < 10; try++ {
+		var err error
+		if ev, err = st.EvictPageCache(""); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Files > 0 && ev.ResidentAfter == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ev.Files == 0 || ev.ResidentAfter != 0 {
+		t.Skipf("the page cache kept pages (%+v): nothing to wait for", ev)
+	}
+	before := st.stats.getWouldWait.Load()
+	for _, topic := range []string{"NoWait", "Alone"} {
+		if r, ok := st.GetMessageNoWait("g", topic, 0, 0, 32, 0, nil); ok {
+			t.Fatalf("%s after the eviction: read without waiting: %v, %d records", topic, r.Status, len(r.Buffers))
+		}
+	}
+	if got := st.stats.getWouldWait.Load() - before; got != 2 {
+		t.Fatalf("%d reads counted as turned back, want 2", got)
+	}
+	check(st.GetMessage("g", "NoWait", 1, 0, 32, 0, nil), "NoWait", 1, 1)
+	check(st.GetMessage("g", "Alone", 0, 0, 32, 0, nil), "Alone", 0, 9)
+}

@@ -16,6 +16,7 @@ type storeStats struct {
 	indexLag   stats.Histogram // index lag behind the CommitLog (1 µs = 1 byte), sampled
 
 	puts              atomic.Int64
+	getWouldWait      atomic.Int64 // pulls GetMessageNoWait turned back
 	putBytes          atomic.Int64
 	putFailures       atomic.Int64
 	putWaitedOnCreate atomic.Int64

@@ -153,7 +153,13 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInl
 		e.busy++
 		e.mu.Unlock()
 		e.inline.Add(1)
-		c.run(h, req, true)
+		if c.lp != nil {
+			c.lp.inline.Store(req)
+			c.run(h, req, true)
+			c.lp.inline.Store(nil)
+		} else {
+			c.run(h, req, true)
+		}
 		e.release()
 		return
 	}

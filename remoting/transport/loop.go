@@ -179,6 +179,9 @@ type loopConn struct {
 	run *loopRun
 	// dirty says the connection is in a run's list of answers to write.
 	dirty atomic.Bool
+	// inline is the request whose handler the loop is running inline, if
+	// any (Conn.OnLoop).
+	inline atomic.Pointer[remoting.Command]
 	// held says a displaced run still serves the connection: the active
 	// run leaves it alone until it is let go.
 	held atomic.Bool

@@ -105,6 +105,14 @@ type Responder struct {
 	prev, next *Responder
 }
 
+// OnLoop says req's handler is being run inline by an event loop (a code
+// declared with Server.RunsOnLoop), where it must not wait: a handler that
+// finds it would (a read of data not in memory) hands the request to its
+// executor's workers (Defer, then Executor.Resume) and returns Later.
+func (c *Conn) OnLoop(req *remoting.Command) bool {
+	return c.lp != nil && c.lp.inline.Load() == req
+}
+
 // Defer returns the Responder of req, for a handler that answers later:
 // the handler returns Later(r) and completes r once, when the answer is
 // known (possibly before it returns).
