@@ -49,6 +49,8 @@
 // writes each connection's answers of the pass with one system call. A
 // request runs inline on a loop only when its code was declared never to
 // block (RunsOnLoop) and its executor has a slot free (pipelined or not);
+// its handler can tell (Conn.OnLoop) and hand work that would wait to the
+// executor's workers (Defer, Executor.Resume, Later);
 // every other request goes to the executor's workers, whose answers are
 // written by the goroutine that completes them, without blocking, joining
 // a write in progress when there is one. A full socket is finished by the
