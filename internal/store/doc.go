@@ -191,6 +191,12 @@
 //	            <------ one span ------->    copies a0, a1, a2; else one pread
 //	                                         of [a0, a2] and slices a0, a1, a2
 //
+// GetMessageNoWait, for a caller that must not wait (an event loop), reads
+// the same way but only what is in memory: the consume-queue entries and
+// any span read with pread use preadv2(RWF_NOWAIT), a mapped span is
+// copied only when its pages are found in memory, and a pull that would
+// wait returns nothing (the caller hands it to a goroutine that may).
+//
 // A file written with pwrite gets its read mapping at the first resident
 // read; the mapping stays until the file is closed, so the pages it has
 // touched count in the process's RssFile (not RssAnon). EvictPageCache
