@@ -667,7 +667,7 @@ func (c *CommitLog) readMaybeWait(dst []byte, phy int64, size int, noWait bool) 
 	case mf.data != nil && c.visible.Load()-phy <= hotWindow:
 		err = mf.copyMapped(dst[n:], pos)
 	case noWait:
-		err = mf.readAtNoWait(dst[n:], pos)
+		err = mf.readAtMaybeWait(dst[n:], pos, true)
 	default:
 		err = mf.readAt(dst[n:], pos)
 	}

@@ -337,12 +337,22 @@ func (mf *MappedFile) writeAt(b []byte, pos int64) error {
 
 // readAt fills p from file position pos with pread. The caller holds a
 // reference and stays below committed.
-func (mf *MappedFile) readAt(p []byte, pos int64) error {
+func (mf *MappedFile) readAt(p []byte, pos int64) error { return mf.readAtMaybeWait(p, pos, false) }
+
+// readAtMaybeWait is readAt; with noWait it returns errWouldWait instead
+// of waiting for the device (the bytes are not all in the page cache).
+func (mf *MappedFile) readAtMaybeWait(p []byte, pos int64, noWait bool) error {
 	if pos < 0 || pos+int64(len(p)) > mf.committed.Load() {
 		return fmt.Errorf("%w: %s read [%d, %d) past readable %d", ErrOffsetNotFound, mf.path, pos, pos+int64(len(p)), mf.committed.Load())
 	}
 	if mf.spill != nil {
 		copy(p, mf.spill[pos:])
+		return nil
+	}
+	if noWait {
+		if _, err := vfs.ReadAtNoWait(mf.f, p, pos); err != nil {
+			return errWouldWait
+		}
 		return nil
 	}
 	n, err := mf.f.ReadAt(p, pos)
@@ -353,22 +363,6 @@ func (mf *MappedFile) readAt(p []byte, pos int64) error {
 		return fmt.Errorf("%w: %s short read at %d: %d of %d bytes", ErrFileGone, mf.path, pos, n, len(p))
 	}
 	return fmt.Errorf("store: read %s at %d: %w", mf.path, pos, err)
-}
-
-// readAtNoWait is readAt that returns errWouldWait instead of waiting
-// for the device (the bytes are not all in the page cache).
-func (mf *MappedFile) readAtNoWait(p []byte, pos int64) error {
-	if pos < 0 || pos+int64(len(p)) > mf.committed.Load() {
-		return fmt.Errorf("%w: %s read [%d, %d) past readable %d", ErrOffsetNotFound, mf.path, pos, pos+int64(len(p)), mf.committed.Load())
-	}
-	if mf.spill != nil {
-		copy(p, mf.spill[pos:])
-		return nil
-	}
-	if _, err := vfs.ReadAtNoWait(mf.f, p, pos); err != nil {
-		return errWouldWait
-	}
-	return nil
 }
 
 // copyMapped copies from the mapping with page faults turned into errors;
