@@ -105,10 +105,14 @@ type Responder struct {
 	prev, next *Responder
 }
 
-// OnLoop says req's handler is being run inline by an event loop (a code
-// declared with Server.RunsOnLoop), where it must not wait: a handler that
-// finds it would (a read of data not in memory) hands the request to its
-// executor's workers (Defer, then Executor.Resume) and returns Later.
+// OnLoop, asked by req's handler, says an event loop is running it
+// inline (a code declared with Server.RunsOnLoop), where it must not wait:
+// a handler that finds it would (a read of data not in memory) hands the
+// request to its executor's workers (Defer, then Executor.Resume) and
+// returns Later. It answers for the loop, not for the goroutine asking:
+// a worker given the request may ask before the loop's handler has
+// returned and still hear true, so the work handed off carries its own
+// word of where it runs.
 func (c *Conn) OnLoop(req *remoting.Command) bool {
 	return c.lp != nil && c.lp.inline.Load() == req
 }
