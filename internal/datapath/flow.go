@@ -155,8 +155,8 @@ type coldDecision struct {
 	checked  bool          // coldness was checked before the read
 	cold     bool          // checked and cold: charge what is read
 	wait     time.Duration // > 0: the budget is spent, hold the pull
-	// handOff: on an event loop, the check would read the consume queue
-	// (coldReadOnLoop); the pull goes to the workers, nothing decided.
+	// handOff: on an event loop, the check would read the consume queue;
+	// the pull goes to the workers, nothing decided.
 	handOff bool
 }
 
@@ -166,15 +166,10 @@ type coldDecision struct {
 // than a cold read can return (maxTransferBytesOnMessageInDisk) the check
 // is skipped and the read is charged afterwards if the store reports it
 // went behind memory; below that the pull is checked first and, when cold,
-// read with what the bucket holds, or held when it holds nothing.
-func (f *Flow) coldRead(h *pullHeader) coldDecision { return f.coldReadOn(h, false) }
-
-// coldReadOnLoop is coldRead for a pull on an event loop: when the budget
-// is low enough that the pull's coldness must be checked (a read of its
-// consume-queue entry), it decides nothing and says handOff.
-func (f *Flow) coldReadOnLoop(h *pullHeader) coldDecision { return f.coldReadOn(h, true) }
-
-func (f *Flow) coldReadOn(h *pullHeader, onLoop bool) coldDecision {
+// read with what the bucket holds, or held when it holds nothing. A pull
+// on an event loop (onLoop) that would need the check (a read of its
+// consume-queue entry) is decided nothing and told handOff.
+func (f *Flow) coldRead(h *pullHeader, onLoop bool) coldDecision {
 	d := coldDecision{maxBytes: h.maxMsgBytes}
 	rate := f.d.config().ColdReadBytesPerSecond
 	if rate <= 0 {
@@ -186,11 +181,15 @@ func (f *Flow) coldReadOn(h *pullHeader, onLoop bool) coldDecision {
 		return d
 	}
 	st := f.d.store
-	if onLoop && h.queueOffset < st.MaxOffsetInQueue(h.topic, h.queueID) {
+	if h.queueOffset >= st.MaxOffsetInQueue(h.topic, h.queueID) {
+		d.checked = true
+		return d
+	}
+	if onLoop {
 		return coldDecision{handOff: true}
 	}
 	d.checked = true
-	if h.queueOffset >= st.MaxOffsetInQueue(h.topic, h.queueID) || st.CheckInMemByConsumeOffset(h.topic, h.queueID, h.queueOffset) {
+	if st.CheckInMemByConsumeOffset(h.topic, h.queueID, h.queueOffset) {
 		return d
 	}
 	d.cold = true

@@ -99,16 +99,9 @@ func (d *Path) HandlePull(c *transport.Conn, req *remoting.Command) transport.Re
 	if resp := d.slavePullRefusal(req, h); resp != nil {
 		return transport.Respond(resp)
 	}
-	var resp *remoting.Command
-	var found *pullReply
-	var held *transport.Responder
-	if c.OnLoop(req) {
-		// On an event loop the pull reads only what is in memory; one that
-		// would wait for the disk is handed to the pull workers.
-		resp, found, held = d.runPullOn(c, req, h, pullOnLoop)
-	} else {
-		resp, found, held = d.runPull(c, req, h, true)
-	}
+	// On an event loop the pull reads only what is in memory; one that
+	// would wait for the disk is handed to the pull workers.
+	resp, found, held := d.runPullOn(c, req, h, pullRun{firstRun: true, onLoop: c.OnLoop(req)})
 	switch {
 	case held != nil:
 		return transport.Later(held)
@@ -205,8 +198,6 @@ type pullRun struct {
 	// takes instead of deferring the request again.
 	own *transport.Responder
 }
-
-var pullOnLoop = pullRun{firstRun: true, onLoop: true}
 
 // handOff gives a pull that would wait on an event loop to its
 // executor's workers, where it runs again from the start as a first run
@@ -335,13 +326,9 @@ func (d *Path) runPullOn(c *transport.Conn, req *remoting.Command, h *pullHeader
 	if maxNums <= 0 {
 		maxNums = 1
 	}
-	var cold coldDecision
-	if run.onLoop {
-		if cold = d.flow.coldReadOnLoop(h); cold.handOff {
-			return nil, nil, d.handOff(c, req, h)
-		}
-	} else {
-		cold = d.flow.coldRead(h)
+	cold := d.flow.coldRead(h, run.onLoop)
+	if cold.handOff {
+		return nil, nil, d.handOff(c, req, h)
 	}
 	if cold.wait > 0 {
 		// Over the cold-read budget: hold the pull until the budget has

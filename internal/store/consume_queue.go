@@ -424,16 +424,19 @@ func (cq *ConsumeQueue) readEntriesMaybeWait(dst []byte, off int64, n int, noWai
 				break
 			}
 			rel := at*CQEntrySize - mf.from
+			b := dst[got*CQEntrySize : (got+m)*CQEntrySize]
 			var err error
 			if noWait {
-				if _, err = vfs.ReadAtNoWait(mf.f, dst[got*CQEntrySize:(got+m)*CQEntrySize], rel); err != nil {
-					mf.release()
-					return dst[:0], fileEnd, errWouldWait
+				if _, err = vfs.ReadAtNoWait(mf.f, b, rel); err != nil {
+					err = errWouldWait
 				}
 			} else {
-				_, err = mf.f.ReadAt(dst[got*CQEntrySize:(got+m)*CQEntrySize], rel)
+				_, err = mf.f.ReadAt(b, rel)
 			}
 			mf.release()
+			if err == errWouldWait {
+				return dst[:0], fileEnd, err
+			}
 			if err != nil {
 				return dst[:0], fileEnd, fmt.Errorf("store: read %s at %d: %w", mf.path, rel, err)
 			}

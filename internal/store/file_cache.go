@@ -196,20 +196,14 @@ var errCachedFileClosed = errors.New("store: file handle closed")
 
 // get pins the descriptor, reopening the file when needed.
 func (cf *cachedFile) get() (vfs.File, error) {
-	c := cf.c
-	c.mu.Lock()
-	if cf.closed {
-		c.mu.Unlock()
+	f, closed := cf.pinOpen()
+	if closed {
 		return nil, fmt.Errorf("%w: %s", errCachedFileClosed, cf.name)
 	}
-	if cf.f != nil {
-		cf.pins++
-		c.lru.MoveToFront(cf.elem)
-		f := cf.f
-		c.mu.Unlock()
+	if f != nil {
 		return f, nil
 	}
-	c.mu.Unlock()
+	c := cf.c
 	f, err := c.openFile(cf.name, cf.flag, cf.perm)
 	if err != nil {
 		return nil, fmt.Errorf("store: reopen %s: %w", cf.name, err)
@@ -236,6 +230,22 @@ func (cf *cachedFile) get() (vfs.File, error) {
 	c.mu.Unlock()
 	closeAll(victims)
 	return f, nil
+}
+
+// pinOpen pins the descriptor when it is open; f is nil when the file
+// would have to be opened again, or is closed (closed).
+func (cf *cachedFile) pinOpen() (f vfs.File, closed bool) {
+	c := cf.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cf.closed {
+		return nil, true
+	}
+	if cf.f != nil {
+		cf.pins++
+		c.lru.MoveToFront(cf.elem)
+	}
+	return cf.f, false
 }
 
 // put unpins the descriptor.
@@ -273,16 +283,10 @@ func (cf *cachedFile) ReadAt(p []byte, off int64) (n int, err error) {
 // closed by the cache would be opened again, which may wait for the
 // device): vfs.ErrWouldBlock otherwise.
 func (cf *cachedFile) ReadAtNoWait(p []byte, off int64) (int, error) {
-	c := cf.c
-	c.mu.Lock()
-	if cf.closed || cf.f == nil {
-		c.mu.Unlock()
+	f, _ := cf.pinOpen()
+	if f == nil {
 		return 0, vfs.ErrWouldBlock
 	}
-	cf.pins++
-	c.lru.MoveToFront(cf.elem)
-	f := cf.f
-	c.mu.Unlock()
 	defer cf.put()
 	return vfs.ReadAtNoWait(f, p, off)
 }

@@ -137,6 +137,15 @@ func putReadBuf(bp *[]byte) {
 	}
 }
 
+// abandonRead gives back the read buffer and the result of a read that
+// would have had to wait (getMessage's answer for it).
+func abandonRead(bp *[]byte, data []byte, r *GetResult) (*GetResult, bool) {
+	*bp = data
+	putReadBuf(bp)
+	r.Recycle()
+	return nil, true
+}
+
 // getMessage is GetMessage; with noWait it reads only what is in memory
 // and reports wait (with a nil result) when it would have had to wait.
 func (st *DefaultMessageStore) getMessage(topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter, noWait bool) (res *GetResult, wait bool) {
@@ -286,10 +295,7 @@ scan:
 			var err error
 			data, err = c.readMaybeWait(data, first.phy, int(last.phy-first.phy)+last.size, noWait)
 			if err == errWouldWait {
-				*bp = data
-				putReadBuf(bp)
-				r.Recycle()
-				return nil, true
+				return abandonRead(bp, data, r)
 			}
 			if err != nil {
 				// Fall back to one read per record (a span may cross a
@@ -299,10 +305,7 @@ scan:
 					b := len(data)
 					data, err = c.readMaybeWait(data, picks[k].phy, picks[k].size, noWait)
 					if err == errWouldWait {
-						*bp = data
-						putReadBuf(bp)
-						r.Recycle()
-						return nil, true
+						return abandonRead(bp, data, r)
 					}
 					if err == nil {
 						picks[k].off, picks[k].ok = b, true
