@@ -295,7 +295,7 @@ func (e *adminEnv) pullRange(q queueRef, topic, group string, from, to int64, ma
 	var out []shownMsg
 	for from < to && len(out) < max {
 		n := min(32, max-len(out))
-		resp, err := pullRequest(context.Background(), e.cli, q, topic, group, from, n, false)
+		resp, err := pullRequest(context.Background(), e.cli, q, pullSpec{topic: topic, group: group, batch: n}, from, false)
 		if err != nil {
 			return out, err
 		}

@@ -23,6 +23,7 @@ func benchConsumeCmd() *cobra.Command {
 		duration, idleExit    time.Duration
 		asJSON, fromLatest    bool
 		pullBatch, pullDepth  int
+		lite                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "consume",
@@ -81,6 +82,7 @@ func benchConsumeCmd() *cobra.Command {
 					}
 				}()
 			}
+			spec := pullSpec{topic: topic, group: group, batch: pullBatch, lite: lite}
 			var wg sync.WaitGroup
 			if pullDepth <= 1 {
 				// One pull in flight per queue: one goroutine and one
@@ -89,7 +91,7 @@ func benchConsumeCmd() *cobra.Command {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						consumeBroker(ctx, b.addr, b.qs, b.offsets, topic, group, pullBatch, m, &last)
+						consumeBroker(ctx, b.addr, b.qs, b.offsets, spec, m, &last)
 					}()
 				}
 				wg.Wait()
@@ -102,7 +104,7 @@ func benchConsumeCmd() *cobra.Command {
 					defer wg.Done()
 					offset := offsets[i]
 					for ctx.Err() == nil {
-						next, err := pullRound(ctx, cli, q, topic, group, offset, pullBatch, pullDepth, m, &last)
+						next, err := pullRound(ctx, cli, q, spec, offset, pullDepth, m, &last)
 						if err != nil {
 							if ctx.Err() == nil {
 								m.failure(err)
@@ -126,34 +128,55 @@ func benchConsumeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&idleExit, "idle-exit", 0, "stop once nothing arrived for this long after the first message (drain mode)")
 	cmd.Flags().IntVar(&pullBatch, "pull-batch", 32, "maxMsgNums of each pull")
 	cmd.Flags().IntVar(&pullDepth, "pull-depth", 1, "pulls in flight per queue (read-ahead at the offsets the earlier ones will end at; 1 = one long-polling pull at a time, as RocketMQ's consumers do)")
+	cmd.Flags().BoolVar(&lite, "lite", false, "send LITE_PULL_MESSAGE with the lite pull flag, as RocketMQ's DefaultLitePullConsumer does, instead of PULL_MESSAGE")
 	cmd.Flags().BoolVar(&fromLatest, "from-latest", false, "start at each queue's max offset instead of 0")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object on the last line")
 	return cmd
 }
 
-// pullRequest sends one PULL_MESSAGE; suspend asks the broker to hold it
-// while the queue has nothing new (long polling).
-func pullRequest(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, maxMsgs int, suspend bool) (*remoting.Command, error) {
-	rctx, cancel := context.WithTimeout(ctx, pullTimeout)
-	defer cancel()
-	return cli.Invoke(rctx, q.addr, newPullRequest(q, topic, group, offset, maxMsgs, suspend))
+// pullSpec is what every pull of a consume run asks: the topic, the
+// group, batch messages at most, and whether it is a lite pull.
+type pullSpec struct {
+	topic, group string
+	batch        int
+	lite         bool
 }
 
-// newPullRequest is a PULL_MESSAGE of maxMsgs messages of q from offset,
-// with the subscription "*" and no offset commit, suspended (held while
-// the queue has nothing new) when suspend is set.
-func newPullRequest(q queueRef, topic, group string, offset int64, maxMsgs int, suspend bool) *remoting.Command {
-	sysFlag := "6" // subscription | suspend
-	if !suspend {
-		sysFlag = "4"
+// pullRequest sends one pull; suspend asks the broker to hold it while
+// the queue has nothing new (long polling).
+func pullRequest(ctx context.Context, cli *transport.Client, q queueRef, spec pullSpec, offset int64, suspend bool) (*remoting.Command, error) {
+	rctx, cancel := context.WithTimeout(ctx, pullTimeout)
+	defer cancel()
+	return cli.Invoke(rctx, q.addr, spec.request(q, offset, suspend))
+}
+
+// The pull sysFlag bits the generator sets (RocketMQ's PullSysFlag).
+const (
+	pullFlagSuspend      = 1 << 1
+	pullFlagSubscription = 1 << 2
+	pullFlagLitePull     = 1 << 4
+)
+
+// request is a pull of spec.batch messages of q from offset, with the
+// subscription "*" and no offset commit, suspended (held while the queue
+// has nothing new) when suspend is set: a PULL_MESSAGE, or with spec.lite
+// a LITE_PULL_MESSAGE carrying the lite pull flag (RocketMQ's clients send
+// that code exactly when the flag is set).
+func (spec pullSpec) request(q queueRef, offset int64, suspend bool) *remoting.Command {
+	code, flag := remoting.PullMessage, pullFlagSubscription
+	if suspend {
+		flag |= pullFlagSuspend
+	}
+	if spec.lite {
+		code, flag = remoting.LitePullMessage, flag|pullFlagLitePull
 	}
 	ext := map[string]string{
-		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(q.queueID),
-		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": strconv.Itoa(maxMsgs), "sysFlag": sysFlag,
+		"consumerGroup": spec.group, "topic": spec.topic, "queueId": strconv.Itoa(q.queueID),
+		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": strconv.Itoa(spec.batch), "sysFlag": strconv.Itoa(flag),
 		"commitOffset": "0", "suspendTimeoutMillis": "5000", "subscription": "*", "subVersion": "0",
 		"expressionType": "TAG",
 	}
-	return remoting.NewRequest(remoting.PullMessage, ext, nil)
+	return remoting.NewRequest(code, ext, nil)
 }
 
 // accountPull checks a pull answer, counts its messages and returns the
@@ -197,7 +220,8 @@ func accountPull(resp *remoting.Command, m *meter, last *atomic.Int64) (int64, i
 // ends exactly where the next began; the first one that does not (fewer
 // messages: the queue's end, or a filter) is counted and the rest are
 // dropped uncounted. It returns the offset to continue from.
-func pullRound(ctx context.Context, cli *transport.Client, q queueRef, topic, group string, offset int64, batch, depth int, m *meter, last *atomic.Int64) (int64, error) {
+func pullRound(ctx context.Context, cli *transport.Client, q queueRef, spec pullSpec, offset int64, depth int, m *meter, last *atomic.Int64) (int64, error) {
+	batch := spec.batch
 	type answer struct {
 		resp *remoting.Command
 		err  error
@@ -208,7 +232,7 @@ func pullRound(ctx context.Context, cli *transport.Client, q queueRef, topic, gr
 		answers[i] = ch
 		off := offset + int64(i*batch)
 		go func() {
-			resp, err := pullRequest(ctx, cli, q, topic, group, off, batch, off == offset)
+			resp, err := pullRequest(ctx, cli, q, spec, off, off == offset)
 			ch <- answer{resp, err}
 		}()
 	}

@@ -27,9 +27,9 @@ const pullTimeout = 15 * time.Second
 // consumeBroker pulls qs, all served by addr, from offsets (advanced as
 // the answers come) until ctx ends. A failure is counted, and after 100 ms
 // the connection is made again and every queue pulls from where it was.
-func consumeBroker(ctx context.Context, addr string, qs []queueRef, offsets []int64, topic, group string, batch int, m *meter, last *atomic.Int64) {
+func consumeBroker(ctx context.Context, addr string, qs []queueRef, offsets []int64, spec pullSpec, m *meter, last *atomic.Int64) {
 	for ctx.Err() == nil {
-		if err := pullLoop(ctx, addr, qs, offsets, topic, group, batch, m, last); err != nil && ctx.Err() == nil {
+		if err := pullLoop(ctx, addr, qs, offsets, spec, m, last); err != nil && ctx.Err() == nil {
 			m.failure(err)
 			select {
 			case <-ctx.Done():
@@ -41,7 +41,7 @@ func consumeBroker(ctx context.Context, addr string, qs []queueRef, offsets []in
 
 // pullLoop serves one connection to addr until ctx ends (nil) or the
 // connection or an answer fails.
-func pullLoop(ctx context.Context, addr string, qs []queueRef, offsets []int64, topic, group string, batch int, m *meter, last *atomic.Int64) error {
+func pullLoop(ctx context.Context, addr string, qs []queueRef, offsets []int64, spec pullSpec, m *meter, last *atomic.Int64) error {
 	nc, err := benchDial(ctx, addr)
 	if err != nil {
 		return err
@@ -53,7 +53,7 @@ func pullLoop(ctx context.Context, addr string, qs []queueRef, offsets []int64, 
 	br := bufio.NewReaderSize(nc, 256<<10)
 	var out []byte
 	for i, q := range qs {
-		if out, err = frame(out, newPullRequest(q, topic, group, offsets[i], batch, true), int32(i)); err != nil {
+		if out, err = frame(out, spec.request(q, offsets[i], true), int32(i)); err != nil {
 			return err
 		}
 	}
@@ -85,7 +85,7 @@ func pullLoop(ctx context.Context, addr string, qs []queueRef, offsets []int64, 
 			return fmt.Errorf("queue %d: %w", qs[i].queueID, err)
 		}
 		offsets[i] = next
-		if out, err = frame(out, newPullRequest(qs[i], topic, group, next, batch, true), int32(i)); err != nil {
+		if out, err = frame(out, spec.request(qs[i], next, true), int32(i)); err != nil {
 			return err
 		}
 	}

@@ -13,17 +13,25 @@ import (
 )
 
 // TestConsumeBrokerDrainsEveryQueue drives the consumer's one-goroutine
-// pull loop against a standalone broker: it must receive every message of
-// every queue once, leave each queue's offset at its end, and then keep
-// long-polling, so that messages sent while it waits arrive too.
+// pull loop against a standalone broker, with PULL_MESSAGE and with
+// LITE_PULL_MESSAGE: it must receive every message of every queue once,
+// leave each queue's offset at its end, and then keep long-polling, so
+// that messages sent while it waits arrive too.
 func TestConsumeBrokerDrainsEveryQueue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a standalone process")
 	}
 	f := startStandalone(t)
+	t.Run("PULL_MESSAGE", func(t *testing.T) { drainEveryQueue(t, f.addr, "DrainT", false) })
+	t.Run("LITE_PULL_MESSAGE", func(t *testing.T) { drainEveryQueue(t, f.addr, "DrainLiteT", true) })
+}
+
+// drainEveryQueue is TestConsumeBrokerDrainsEveryQueue against the broker
+// at addr, on a topic of its own.
+func drainEveryQueue(t *testing.T, addr, topic string, lite bool) {
 	cli := transport.NewClient(transport.ClientConfig{DialTimeout: time.Second})
 	defer cli.Close()
-	const topic, queues, size = "DrainT", 4, 100
+	const queues, size = 4, 100
 	body := make([]byte, size)
 	sent := make([]int64, queues)
 	var sb sendBuilder // the producer's requests: SEND_MESSAGE_V2, 4 queues when the topic is made
@@ -31,7 +39,7 @@ func TestConsumeBrokerDrainsEveryQueue(t *testing.T) {
 		t.Helper()
 		for i := 0; i < n; i++ {
 			q := i % queues
-			if _, err := call(cli, f.addr, sb.build(topic, q, body, 1, remoting.SerializeJSON, time.Now())); err != nil {
+			if _, err := call(cli, addr, sb.build(topic, q, body, 1, remoting.SerializeJSON, time.Now())); err != nil {
 				t.Fatalf("send %d: %v", i, err)
 			}
 			sent[q]++
@@ -40,7 +48,7 @@ func TestConsumeBrokerDrainsEveryQueue(t *testing.T) {
 	send(203)
 	qs := make([]queueRef, queues)
 	for i := range qs {
-		qs[i] = queueRef{addr: f.addr, queueID: i}
+		qs[i] = queueRef{addr: addr, queueID: i}
 	}
 	offsets := make([]int64, queues)
 	m := newMeter()
@@ -50,7 +58,7 @@ func TestConsumeBrokerDrainsEveryQueue(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		consumeBroker(ctx, f.addr, qs, offsets, topic, "drain-test-group", 8, m, &last)
+		consumeBroker(ctx, addr, qs, offsets, pullSpec{topic: topic, group: "drain-test-group", batch: 8, lite: lite}, m, &last)
 	}()
 	waitFor := func(n int64) {
 		t.Helper()
@@ -122,4 +130,27 @@ func bufioWith(t *testing.T, in []byte) *bufio.Reader {
 		t.Fatalf("buffered %d of %d bytes", br.Buffered(), len(in))
 	}
 	return br
+}
+
+// TestPullSpecRequest checks the pulls the generator sends: a lite pull is
+// LITE_PULL_MESSAGE with the lite pull flag, as RocketMQ's clients send it,
+// and only the held (suspended) pull has the suspend flag.
+func TestPullSpecRequest(t *testing.T) {
+	for _, c := range []struct {
+		lite, suspend bool
+		code          int32
+		sysFlag       string
+	}{
+		{false, true, remoting.PullMessage, "6"},
+		{false, false, remoting.PullMessage, "4"},
+		{true, true, remoting.LitePullMessage, "22"},
+		{true, false, remoting.LitePullMessage, "20"},
+	} {
+		spec := pullSpec{topic: "T", group: "g", batch: 16, lite: c.lite}
+		req := spec.request(queueRef{queueID: 3}, 40, c.suspend)
+		if req.Code != c.code || req.Ext("sysFlag") != c.sysFlag || req.Ext("queueId") != "3" ||
+			req.Ext("queueOffset") != "40" || req.Ext("maxMsgNums") != "16" || req.Ext("topic") != "T" || req.Ext("consumerGroup") != "g" {
+			t.Errorf("lite %v suspend %v: code %d, fields %v", c.lite, c.suspend, req.Code, req.ExtFields)
+		}
+	}
 }

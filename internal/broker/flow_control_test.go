@@ -553,46 +553,62 @@ func TestRuntimeInfoKeys(t *testing.T) {
 // A pull of data the page cache no longer holds, read by an event loop,
 // is handed to the pull workers: answered with the records all the same,
 // counted in pullsHandedOff; a pull of data in memory stays on the loop.
+// A push consumer's PULL_MESSAGE and a lite pull consumer's
+// LITE_PULL_MESSAGE (with the lite pull flag, as RocketMQ's
+// DefaultLitePullConsumer sends it) both run on the loop.
 func TestColdPullOnLoopIsHandedOff(t *testing.T) {
-	e, _ := startBusyBroker(t, func(_ *Config, sc *store.Config) { sc.FlushIntervalCommitLog = 10 }, nil)
-	e.createTopic("HANDOFF", 1)
-	body := strings.Repeat("h", 1000)
-	for range 40 {
-		e.mustSend("HANDOFF", 0, "", body)
-	}
-	e.waitDispatched("HANDOFF", 0, 40)
-	pull := func() {
-		t.Helper()
-		r := e.invoke(pullReq("g", "HANDOFF", 0, 0, pullFlagSubscription, 0, "*"))
-		if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 32 || extInt(t, r, "nextBeginOffset") != 32 {
-			t.Fatalf("pull: code %d %q, next %s", r.Code, r.Remark, r.Ext("nextBeginOffset"))
-		}
-	}
-	f := e.b.flow
-	pull()
-	if n := f.PullsHandedOff.Load(); n != 0 {
-		t.Fatalf("a pull of data in memory was handed off (%d)", n)
-	}
-	// The records are evicted once flushed (every 10 ms here).
-	var ev store.EvictReport
-	for try := 0; try < 50; try++ {
-		var err error
-		if ev, err = e.b.store.EvictPageCache(""); err != nil {
-			t.Fatal(err)
-		}
-		if ev.Bytes >= 40*1000 && ev.ResidentAfter == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if ev.Bytes < 40*1000 || ev.ResidentAfter != 0 {
-		t.Skipf("the page cache kept the pages (%+v)", ev)
-	}
-	pull()
-	if n := f.PullsHandedOff.Load(); n != 1 {
-		t.Fatalf("%d pulls handed off after the eviction, want 1", n)
-	}
-	if info := e.runtimeInfo(); info["pullsHandedOff"] != "1" {
-		t.Fatalf("pullsHandedOff %s", info["pullsHandedOff"])
+	for _, c := range []struct {
+		name    string
+		code    int32
+		sysFlag int
+	}{
+		{"PULL_MESSAGE", remoting.PullMessage, pullFlagSubscription},
+		{"LITE_PULL_MESSAGE", remoting.LitePullMessage, pullFlagSubscription | pullFlagLitePull},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, _ := startBusyBroker(t, func(_ *Config, sc *store.Config) { sc.FlushIntervalCommitLog = 10 }, nil)
+			e.createTopic("HANDOFF", 1)
+			body := strings.Repeat("h", 1000)
+			for range 40 {
+				e.mustSend("HANDOFF", 0, "", body)
+			}
+			e.waitDispatched("HANDOFF", 0, 40)
+			pull := func() {
+				t.Helper()
+				req := pullReq("g", "HANDOFF", 0, 0, c.sysFlag, 0, "*")
+				req.Code = c.code
+				r := e.invoke(req)
+				if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 32 || extInt(t, r, "nextBeginOffset") != 32 {
+					t.Fatalf("pull: code %d %q, next %s", r.Code, r.Remark, r.Ext("nextBeginOffset"))
+				}
+			}
+			f := e.b.flow
+			pull()
+			if n := f.PullsHandedOff.Load(); n != 0 {
+				t.Fatalf("a pull of data in memory was handed off (%d)", n)
+			}
+			// The records are evicted once flushed (every 10 ms here).
+			var ev store.EvictReport
+			for try := 0; try < 50; try++ {
+				var err error
+				if ev, err = e.b.store.EvictPageCache(""); err != nil {
+					t.Fatal(err)
+				}
+				if ev.Bytes >= 40*1000 && ev.ResidentAfter == 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if ev.Bytes < 40*1000 || ev.ResidentAfter != 0 {
+				t.Skipf("the page cache kept the pages (%+v)", ev)
+			}
+			pull()
+			if n := f.PullsHandedOff.Load(); n != 1 {
+				t.Fatalf("%d pulls handed off after the eviction, want 1", n)
+			}
+			if info := e.runtimeInfo(); info["pullsHandedOff"] != "1" {
+				t.Fatalf("pullsHandedOff %s", info["pullsHandedOff"])
+			}
+		})
 	}
 }

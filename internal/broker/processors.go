@@ -54,11 +54,13 @@ func (b *Broker) registerProcessors() {
 		remoting.PullMessage, remoting.LitePullMessage, remoting.HeartBeat,
 		remoting.QueryConsumerOffset, remoting.UpdateConsumerOffset)
 	// A send's handler never waits (the store answers it later), so an
-	// event loop runs it inline; so does a pull's, which on a loop reads
-	// only what is in memory and hands itself to the pull workers when it
-	// would wait for the disk (Conn.OnLoop). Everything else read by a
-	// loop goes to its executor's workers.
-	b.server.RunsOnLoop(remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage, remoting.PullMessage)
+	// event loop runs it inline; so does a pull's (a push consumer's
+	// PULL_MESSAGE and a lite pull consumer's LITE_PULL_MESSAGE), which
+	// on a loop reads only what is in memory and hands itself to its
+	// executor's workers when it would wait for the disk (Conn.OnLoop).
+	// Everything else read by a loop goes to its executor's workers.
+	b.server.RunsOnLoop(remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
+		remoting.PullMessage, remoting.LitePullMessage)
 	// HandleSend reads the body only until it returns (the store copies
 	// the message into its record before PutMessage returns), so a loop
 	// lends it the body in its read buffer instead of copying it out.

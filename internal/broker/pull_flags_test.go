@@ -7,4 +7,5 @@ const (
 	pullFlagCommitOffset = datapath.PullFlagCommitOffset
 	pullFlagSuspend      = datapath.PullFlagSuspend
 	pullFlagSubscription = datapath.PullFlagSubscription
+	pullFlagLitePull     = datapath.PullFlagLitePull
 )
