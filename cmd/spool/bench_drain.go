@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -72,15 +73,17 @@ func pullLoop(ctx context.Context, addr string, qs []queueRef, offsets []int64, 
 				return nil // the deadline just set may have replaced ctx's
 			}
 		}
-		resp, err := remoting.ReadCommandCompact(br, 0)
+		resp, used, err := peekCommand(br)
 		if err != nil {
 			return quietAfter(ctx, err)
 		}
 		i := int(resp.Opaque)
 		if !resp.IsResponse() || i < 0 || i >= len(qs) {
+			_, _ = br.Discard(used)
 			continue // not an answer to a pull of this loop
 		}
 		next, _, err := accountPull(resp, m, last)
+		_, _ = br.Discard(used) // the answer's body is read: its bytes may go
 		if err != nil {
 			return fmt.Errorf("queue %d: %w", qs[i].queueID, err)
 		}
@@ -89,6 +92,44 @@ func pullLoop(ctx context.Context, addr string, qs []queueRef, offsets []int64, 
 			return err
 		}
 	}
+}
+
+// peekCommand reads the next frame from br. A frame that fits br's buffer
+// is decoded where it lies, its body pointing into the buffer, and stays
+// there (used > 0) until the caller discards used bytes, after its last
+// use of the command: a drain's 32 KiB answers are then neither copied
+// nor allocated. A larger frame is read into a command of its own (used
+// 0).
+func peekCommand(br *bufio.Reader) (cmd *remoting.Command, used int, err error) {
+	pre, err := br.Peek(4)
+	if err != nil {
+		if err == io.EOF && len(pre) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, 0, err
+	}
+	if _, err := remoting.FrameSize(pre, 0); err != nil {
+		return nil, 0, err
+	}
+	size := 4 + int(binary.BigEndian.Uint32(pre))
+	if size > br.Size() {
+		cmd, err = remoting.ReadCommandCompact(br, 0)
+		return cmd, 0, err
+	}
+	b, err := br.Peek(size)
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, 0, err
+	}
+	if _, err := remoting.FrameSize(b, 0); err != nil {
+		return nil, 0, err
+	}
+	if cmd, err = remoting.DecodeFrameInline(b[4:]); err != nil {
+		return nil, 0, err
+	}
+	return cmd, size, nil
 }
 
 // frameBuffered says a whole frame is already read into br, so reading it

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,6 +153,63 @@ func TestPullSpecRequest(t *testing.T) {
 		if req.Code != c.code || req.Ext("sysFlag") != c.sysFlag || req.Ext("queueId") != "3" ||
 			req.Ext("queueOffset") != "40" || req.Ext("maxMsgNums") != "16" || req.Ext("topic") != "T" || req.Ext("consumerGroup") != "g" {
 			t.Errorf("lite %v suspend %v: code %d, fields %v", c.lite, c.suspend, req.Code, req.ExtFields)
+		}
+	}
+}
+
+// TestPeekCommand checks the pull loop's frame reader: frames that fit
+// the reader's buffer are decoded in place and left for the caller to
+// discard, a larger one is read out whole, and a cut or malformed frame
+// is an error.
+func TestPeekCommand(t *testing.T) {
+	answer := func(body []byte, opaque int32) []byte {
+		resp := remoting.NewResponse(remoting.NewRequest(remoting.PullMessage, nil, nil), remoting.Success, "")
+		resp.Opaque = opaque
+		resp.ExtFields = map[string]string{"nextBeginOffset": "7"}
+		resp.Body = body
+		b, err := remoting.AppendFrame(nil, resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	small, large := bytes.Repeat([]byte("s"), 300), bytes.Repeat([]byte("L"), 5000)
+	two := append(answer(small, 1), answer(large, 2)...)
+	two = append(two, answer(small, 3)...)
+	br := bufio.NewReaderSize(bytes.NewReader(two), 4096)
+	for _, want := range []struct {
+		opaque  int32
+		body    []byte
+		inPlace bool
+	}{{1, small, true}, {2, large, false}, {3, small, true}} {
+		cmd, used, err := peekCommand(br)
+		if err != nil {
+			t.Fatalf("opaque %d: %v", want.opaque, err)
+		}
+		if cmd.Opaque != want.opaque || !bytes.Equal(cmd.Body, want.body) || cmd.Ext("nextBeginOffset") != "7" || (used > 0) != want.inPlace {
+			t.Fatalf("got opaque %d, %d body bytes, used %d; want opaque %d, %d bytes, in place %v",
+				cmd.Opaque, len(cmd.Body), used, want.opaque, len(want.body), want.inPlace)
+		}
+		if _, err := br.Discard(used); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := peekCommand(br); err != io.EOF {
+		t.Fatalf("after the last frame: %v, want EOF", err)
+	}
+	one := answer(small, 1)
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"cut in the length", one[:2], io.ErrUnexpectedEOF},
+		{"cut in the frame", one[:len(one)-1], io.ErrUnexpectedEOF},
+		{"length too short", []byte{0, 0, 0, 1, 0, 0, 0, 0}, remoting.ErrFrameTooShort},
+	} {
+		_, _, err := peekCommand(bufio.NewReaderSize(bytes.NewReader(c.in), 4096))
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
 }
