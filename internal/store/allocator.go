@@ -22,7 +22,7 @@ const (
 type allocator struct {
 	c *CommitLog
 
-	createMu sync.Mutex // held while a file is being created
+	createMu sync.Mutex // held while a file is being created or the spill adopted
 	mu       sync.Mutex
 	ready    []*MappedFile
 	nextFrom int64 // offset of the next file to create
@@ -239,14 +239,26 @@ func (a *allocator) fill() {
 			return // nothing more is written until restart
 		}
 		// A file made ready just after the writer went into the spill
-		// (the writer looked before it was there): adopt it.
+		// (the writer looked before it was there): adopt it. Under
+		// createMu, as every adoption: a slave's append that finds the
+		// spill full (adoptNow) must wait for this one instead of finding
+		// the spill still in use, no file ready, and creating the file
+		// that is being adopted a second time.
 		if sp := a.c.spilling.Load(); sp != nil {
-			if mf := a.take(sp.from); mf != nil {
-				if a.adopt(sp, mf) != nil {
+			a.createMu.Lock()
+			var mf *MappedFile
+			if a.c.spilling.Load() == sp {
+				mf = a.take(sp.from)
+			}
+			if mf != nil {
+				err := a.adopt(sp, mf)
+				a.createMu.Unlock()
+				if err != nil {
 					return
 				}
 				continue
 			}
+			a.createMu.Unlock()
 		}
 		a.createMu.Lock()
 		a.mu.Lock()
