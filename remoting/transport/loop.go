@@ -106,22 +106,31 @@ type loopRun struct {
 	// to be written (a displaced run's handler may still add one).
 	dmu   sync.Mutex
 	dirty []*Conn
-	// inlineSince is when the frame being dispatched was handed on (unix
-	// nanoseconds), 0 between frames; serving is its connection.
-	inlineSince atomic.Int64
-	serving     atomic.Pointer[Conn]
-	displaced   atomic.Bool
+	// unit counts what the run hands on: a frame's dispatch or a pass's
+	// end (LoopPassEnd). It is odd while one is under way; serving is the
+	// frame's connection. The watchdog reads it, so the loop reads no
+	// clock for it.
+	unit      atomic.Uint64
+	serving   atomic.Pointer[Conn]
+	displaced atomic.Bool
 	// dispatched counts the pass's frames (LoopPassBegin is asked at the
 	// second); passHeld says Begin returned true and End is owed.
 	dispatched int
 	passHeld   bool
 }
 
-// loopStallLimit is how long a frame's dispatch may hold a run before the
-// watchdog has another run serve the loop; loopStallCheck is how often it
-// looks.
+// loopStallLimit is how long a frame's dispatch (or a pass's end) may
+// hold a run before the watchdog has another run serve the loop;
+// loopStallCheck is how often it looks. A displacement helps when the
+// handler waits (for a lock, the disk); when its goroutine merely waits
+// for a core, another run competes for the same cores. At 20 ms, S4
+// batches on a busy two-core machine displaced a loop once to four times
+// a run, each time with its goroutine runnable in the record encoding,
+// and each displacement sent the loop's requests through the executors'
+// queues, which the clients' windows then kept full past the send
+// queue's 200 ms bound (busy answers); at 50 ms none was displaced.
 const (
-	loopStallLimit = 20 * time.Millisecond
+	loopStallLimit = 50 * time.Millisecond
 	loopStallCheck = 5 * time.Millisecond
 )
 
@@ -343,27 +352,53 @@ func (l *eventLoop) wake() {
 }
 
 // watch is the server's watchdog over its loops: it displaces a run whose
-// dispatch of one frame has lasted longer than loopStallLimit. It ends
-// when stop is closed.
+// dispatch of one frame (or a pass's end) has lasted longer than
+// loopStallLimit. It ends when stop is closed.
 func watchLoops(loops []*eventLoop, wg *sync.WaitGroup, stop <-chan struct{}) {
 	t := time.NewTicker(loopStallCheck)
 	defer t.Stop()
+	seen := make([]unitSeen, len(loops))
 	for {
 		select {
 		case <-stop:
 			return
 		case now := <-t.C:
-			for _, l := range loops {
+			for i, l := range loops {
 				r := l.active.Load()
 				if r == nil {
 					continue
 				}
-				if since := r.inlineSince.Load(); since != 0 && now.UnixNano()-since > int64(loopStallLimit) {
+				if seen[i].held(r, r.unit.Load(), now) > loopStallLimit {
 					l.displace(r, wg)
 				}
 			}
 		}
 	}
+}
+
+// unitSeen is what the watchdog saw of a loop: the run and the unit under
+// way at its last look, and when it first saw that unit.
+type unitSeen struct {
+	run  *loopRun
+	unit uint64
+	at   time.Time
+}
+
+// held returns how long the unit under way (odd unit) has been seen under
+// way as of now: 0 between units and for a unit seen for the first time.
+// A unit is seen within loopStallCheck of its start, so one held past
+// loopStallLimit began at most that much earlier; a long pass of many
+// short frames is no unit held.
+func (s *unitSeen) held(r *loopRun, unit uint64, now time.Time) time.Duration {
+	if unit&1 == 0 {
+		*s = unitSeen{}
+		return 0
+	}
+	if s.run != r || s.unit != unit {
+		*s = unitSeen{run: r, unit: unit, at: now}
+		return 0
+	}
+	return now.Sub(s.at)
 }
 
 // displace has a new run serve the loop in place of old, whose handler
@@ -394,6 +429,9 @@ func (l *eventLoop) displace(old *loopRun, wg *sync.WaitGroup) {
 	if c != nil {
 		l.s.logger.Warn("remoting: a request held an event loop; another goroutine serves its other connections until it returns",
 			"conn", c.ID(), "remote", c.RemoteAddr().String(), "held_over", loopStallLimit)
+	} else {
+		l.s.logger.Warn("remoting: the end of a loop pass (the store's write of its records) held an event loop; another goroutine serves its connections until it returns",
+			"held_over", loopStallLimit)
 	}
 	go func() {
 		defer wg.Done()
@@ -917,9 +955,9 @@ func (r *loopRun) dispatch(c *Conn, cmd *remoting.Command) {
 		}
 	}
 	r.serving.Store(c)
-	r.inlineSince.Store(r.now.UnixNano())
+	r.unit.Add(1)
 	c.cfg.dispatch(c, cmd)
-	r.inlineSince.Store(0)
+	r.unit.Add(1)
 	c.arrived = time.Time{}
 }
 
@@ -933,9 +971,9 @@ func (r *loopRun) endPass() bool {
 	}
 	r.passHeld = false
 	r.serving.Store(nil)
-	r.inlineSince.Store(time.Now().UnixNano())
+	r.unit.Add(1)
 	r.l.s.cfg.LoopPassEnd()
-	r.inlineSince.Store(0)
+	r.unit.Add(1)
 	if r.displaced.Load() {
 		r.letGo(nil, nil, false)
 		return false
