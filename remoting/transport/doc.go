@@ -57,7 +57,10 @@
 // loop on EPOLLOUT. A request's body is copied out of the loop's read
 // buffer before the request goes anywhere but a handler of a code declared
 // to read it only until it returns (BorrowsBody), which the loop runs with
-// the body where it was read. Pauses (write queue, body budget), idle
+// the body where it was read. A watchdog has another goroutine serve a
+// loop whose frame (or pass end) has been under way for 50 ms, counted
+// from the first of its 5 ms looks that saw it; until the held handler
+// returns, that loop's requests go to the workers. Pauses (write queue, body budget), idle
 // closing, frame limits and every rule below are the same in both modes;
 // TLS listeners and clients always use goroutines.
 //
