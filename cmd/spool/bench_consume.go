@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoolmq/spool/internal/datapath"
 	"github.com/spoolmq/spool/message"
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -150,25 +151,18 @@ func pullRequest(ctx context.Context, cli *transport.Client, q queueRef, spec pu
 	return cli.Invoke(rctx, q.addr, spec.request(q, offset, suspend))
 }
 
-// The pull sysFlag bits the generator sets (RocketMQ's PullSysFlag).
-const (
-	pullFlagSuspend      = 1 << 1
-	pullFlagSubscription = 1 << 2
-	pullFlagLitePull     = 1 << 4
-)
-
 // request is a pull of spec.batch messages of q from offset, with the
 // subscription "*" and no offset commit, suspended (held while the queue
 // has nothing new) when suspend is set: a PULL_MESSAGE, or with spec.lite
 // a LITE_PULL_MESSAGE carrying the lite pull flag (RocketMQ's clients send
 // that code exactly when the flag is set).
 func (spec pullSpec) request(q queueRef, offset int64, suspend bool) *remoting.Command {
-	code, flag := remoting.PullMessage, pullFlagSubscription
+	code, flag := remoting.PullMessage, datapath.PullFlagSubscription
 	if suspend {
-		flag |= pullFlagSuspend
+		flag |= datapath.PullFlagSuspend
 	}
 	if spec.lite {
-		code, flag = remoting.LitePullMessage, flag|pullFlagLitePull
+		code, flag = remoting.LitePullMessage, flag|datapath.PullFlagLitePull
 	}
 	ext := map[string]string{
 		"consumerGroup": spec.group, "topic": spec.topic, "queueId": strconv.Itoa(q.queueID),

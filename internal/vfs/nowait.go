@@ -30,8 +30,10 @@ func ReadAtNoWait(f File, p []byte, off int64) (int, error) {
 }
 
 // ReadAtNoWait reads with preadv2(RWF_NOWAIT): the kernel answers EAGAIN
-// instead of starting I/O. A kernel or file system that refuses the flag
-// answers ErrWouldBlock too, so the caller reads the ordinary way.
+// instead of waiting for the device (it may start reading ahead, so a
+// later read can find the bytes). A kernel or file system that refuses
+// the flag answers ErrWouldBlock too, so the caller reads the ordinary
+// way.
 func (f *osFile) ReadAtNoWait(p []byte, off int64) (int, error) {
 	iov := [][]byte{nil}
 	n := 0

@@ -60,8 +60,9 @@
 // the body where it was read. A watchdog has another goroutine serve a
 // loop whose frame (or pass end) has been under way for 50 ms, counted
 // from the first of its 5 ms looks that saw it; until the held handler
-// returns, that loop's requests go to the workers. Pauses (write queue, body budget), idle
-// closing, frame limits and every rule below are the same in both modes;
+// returns, that loop's requests go to the workers. Pauses (write queue,
+// body budget), idle closing, frame limits and every rule below are the
+// same in both modes;
 // TLS listeners and clients always use goroutines.
 //
 // # Admission
