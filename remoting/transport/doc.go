@@ -48,9 +48,13 @@
 // one once, dispatches its complete frames exactly as a reader would, and
 // writes each connection's answers of the pass with one system call. A
 // request runs inline on a loop only when its code was declared never to
-// block (RunsOnLoop) and its executor has a slot free (pipelined or not);
-// its handler can tell (Conn.OnLoop) and hand work that would wait to the
-// executor's workers (Defer, Executor.Resume, Later);
+// block (RunsOnLoop) and nothing waits before it in its executor's queue
+// (pipelined or not, busy workers or not); its handler can tell
+// (Conn.OnLoop) and hand work that would wait to the executor's workers
+// (Defer, Executor.Resume, Later). Such a request finding the queue's head
+// to be requests its loop may run (queued while the loop was held, below)
+// first runs those itself, 32 at most, so that clients keeping their
+// windows full cannot keep the queue from emptying;
 // every other request goes to the executor's workers, whose answers are
 // written by the goroutine that completes them, without blocking, joining
 // a write in progress when there is one. A full socket is finished by the
@@ -60,7 +64,8 @@
 // the body where it was read. A watchdog has another goroutine serve a
 // loop whose frame (or pass end) has been under way for 50 ms, counted
 // from the first of its 5 ms looks that saw it; until the held handler
-// returns, that loop's requests go to the workers. Pauses (write queue,
+// returns, that loop's requests go to the workers, and the loop takes
+// back those still queued as it serves its next ones. Pauses (write queue,
 // body budget), idle closing, frame limits and every rule below are the
 // same in both modes;
 // TLS listeners and clients always use goroutines.

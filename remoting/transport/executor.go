@@ -31,12 +31,15 @@ type ExecutorConfig struct {
 }
 
 // Executor is an admission bound for one kind of request: at most Workers
-// requests run at once and at most QueueCapacity wait. It is not a
+// requests run at once (and one more on each event loop) and at most
+// QueueCapacity wait. It is not a
 // mandatory hop: a request runs inline on the connection's reader goroutine
 // when a worker slot is free, nothing is queued and the connection has no
 // further request already buffered (a pipelining connection hands its
 // requests to the workers, so they run in parallel instead of one after
-// another on its reader).
+// another on its reader). An event loop runs a request of a code declared
+// with Server.RunsOnLoop whenever nothing is queued before it, taking back
+// first what it may run of the queue's head (takeBack).
 type Executor struct {
 	cfg ExecutorConfig
 
@@ -51,6 +54,7 @@ type Executor struct {
 
 	inline, queued, overload, timedOut atomic.Uint64
 	rejected, drained, resumed         atomic.Uint64
+	takenBack                          atomic.Uint64
 	wg                                 sync.WaitGroup
 }
 
@@ -63,6 +67,9 @@ type ExecutorStats struct {
 	Rejected uint64 // requests refused by ExecutorConfig.Reject
 	Drained  uint64 // queued requests answered by Drain
 	Resumed  uint64 // held requests queued again by Resume
+	// TakenBack counts queued requests an event loop ran itself (see
+	// Executor.takeBack); they are counted in Queued too.
+	TakenBack uint64
 }
 
 // task is a queued request, or a held request resumed (r and resume set).
@@ -73,7 +80,15 @@ type task struct {
 	enq    time.Time
 	r      *Responder
 	resume func(*Responder)
+	// loop is the event loop that may run the request itself (its
+	// connection's, for a code declared with Server.RunsOnLoop).
+	loop *eventLoop
 }
+
+// loopTakeBack is how many queued requests a loop's request takes back
+// at most (Executor.takeBack): enough to empty a queue its clients keep
+// filling, few enough to keep a frame's dispatch short.
+const loopTakeBack = 32
 
 func newExecutor(cfg ExecutorConfig, budget *bodyBudget) *Executor {
 	if cfg.Workers <= 0 {
@@ -120,13 +135,14 @@ func (e *Executor) HeadWait() time.Duration {
 func (e *Executor) Stats() ExecutorStats {
 	return ExecutorStats{Inline: e.inline.Load(), Queued: e.queued.Load(),
 		Overload: e.overload.Load(), TimedOut: e.timedOut.Load(), Rejected: e.rejected.Load(), Drained: e.drained.Load(),
-		Resumed: e.resumed.Load()}
+		Resumed: e.resumed.Load(), TakenBack: e.takenBack.Load()}
 }
 
 // submit runs, queues or refuses a request that holds an in-flight slot;
 // mayInline says it may run on the calling reader (an event loop only for
-// codes declared with Server.RunsOnLoop).
-func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInline bool) {
+// codes declared with Server.RunsOnLoop), loop is the event loop that may
+// run it (its connection's, for such a code) even when it is queued.
+func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInline bool, loop *eventLoop) {
 	if e.cfg.Reject != nil {
 		if remark := e.cfg.Reject(req); remark != "" {
 			e.rejected.Add(1)
@@ -149,7 +165,12 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInl
 		c.reject(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, server is shutting down", true)
 		return
 	}
-	if mayInline && e.busy < e.cfg.Workers && e.q.len() == 0 && (!c.pipelined || c.lp != nil) {
+	if mayInline && loop != nil && e.q.len() > 0 {
+		e.takeBack(c.lp.run)
+	}
+	// An event loop runs what it may with nothing queued before it, also
+	// when the workers are all busy (with what it could not take back).
+	if mayInline && e.q.len() == 0 && (e.busy < e.cfg.Workers && !c.pipelined || c.lp != nil) {
 		e.busy++
 		e.mu.Unlock()
 		e.inline.Add(1)
@@ -180,13 +201,51 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInl
 	// Counted before a worker can take it: once its answer is out, the
 	// figures include it.
 	e.queued.Add(1)
-	e.q.push(task{c: c, req: req, h: h, enq: enq})
+	e.q.push(task{c: c, req: req, h: h, enq: enq, loop: loop})
 	e.budget.add(len(req.Body))
 	if e.q.len() == 1 && e.timer != nil {
 		e.timer.Reset(e.cfg.MaxQueueWait + time.Millisecond)
 	}
 	e.cond.Signal()
 	e.mu.Unlock()
+}
+
+// takeBack runs on r's loop, first in first out, queued requests that
+// loop may run itself, up to loopTakeBack of them and until the queue's
+// head is one it may not (a resumed request, another loop's). It is
+// called, with e.mu held, for a request the loop would run inline but
+// for requests queued before it: those a displaced run's stall sent to
+// the workers (Server.RunsOnLoop's codes go to the workers while a loop
+// is held), or that found every worker busy. Without it a loop's clients
+// that keep their windows full keep the queue from ever emptying: each
+// request queues behind the last, and the workers run them all, more
+// slowly than the loop (a worker's answer is a write of its own, and its
+// put is not grouped with a pass's), until the waits pass MaxQueueWait.
+// A request taken back holds a slot while it runs, over Workers if need
+// be: the loop is a runner of its own, and the workers take up the queue
+// again when it is done.
+func (e *Executor) takeBack(r *loopRun) {
+	for n := 0; n < loopTakeBack && e.q.len() > 0 && !r.displaced.Load(); n++ {
+		if h := e.q.peek(); h.r != nil || h.loop != r.l {
+			break
+		}
+		t := e.q.pop()
+		size := e.q.len()
+		e.busy++
+		e.mu.Unlock()
+		e.budget.release(len(t.req.Body))
+		if wait := time.Since(t.enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
+			e.rejectTimeout(t, wait, size, false)
+		} else {
+			e.takenBack.Add(1)
+			r.runTaken(t.c, t.h, t.req)
+		}
+		e.mu.Lock()
+		e.busy--
+	}
+	if e.q.len() > 0 {
+		e.cond.Signal()
+	}
 }
 
 // Resume queues run(r) for a deferred request whose handler returned

@@ -46,9 +46,10 @@ import (
 //
 // What runs on the loop must not block: a request runs inline on a loop
 // only when its code was declared never to block (Server.RunsOnLoop) and
-// its executor has a worker slot free; the others always go to the
-// workers. Handlers without an executor, which must never block anywhere,
-// run on the loop as they run on a reader.
+// nothing waits before it in its executor's queue (the loop first takes
+// back queued requests it may run: Executor.takeBack); the others always
+// go to the workers. Handlers without an executor, which must never block
+// anywhere, run on the loop as they run on a reader.
 //
 // Descriptors: a connection's descriptor is closed once the loop has
 // dropped it from its epoll set and no other goroutine is writing to it
@@ -129,7 +130,8 @@ type loopRun struct {
 // encoding, and back from the pass's pwrite), and each displacement sent
 // the loop's requests through the executors' queues, which the clients'
 // windows then kept full past the send queue's 200 ms bound (busy
-// answers); at 50 ms, in 2 of 9.
+// answers, until the loop took its queued requests back); at 50 ms, in 2
+// of 9.
 const (
 	loopStallLimit = 50 * time.Millisecond
 	loopStallCheck = 5 * time.Millisecond
@@ -931,6 +933,18 @@ func (r *loopRun) dispatch(c *Conn, cmd *remoting.Command) {
 		c.complete(cmd)
 		return
 	}
+	r.joinPass(c)
+	r.serving.Store(c)
+	r.unit.Add(1)
+	c.cfg.dispatch(c, cmd)
+	r.unit.Add(1)
+	c.arrived = time.Time{}
+}
+
+// joinPass counts a request of c's in the pass (its frame's dispatch, or
+// one taken back from an executor's queue) and, in a pass that gathers
+// its writes, holds c's writer role for it.
+func (r *loopRun) joinPass(c *Conn) {
 	lc := c.lp
 	lc.run = r
 	r.dispatched++
@@ -955,11 +969,17 @@ func (r *loopRun) dispatch(c *Conn, cmd *remoting.Command) {
 			r.queueDirty(c)
 		}
 	}
-	r.serving.Store(c)
-	r.unit.Add(1)
-	c.cfg.dispatch(c, cmd)
-	r.unit.Add(1)
-	c.arrived = time.Time{}
+}
+
+// runTaken runs on the loop, within the dispatch of a frame of another
+// request, a request of c's that its executor had queued
+// (Executor.takeBack), as the frame's own would run inline: in the pass,
+// its answer left for the pass's write.
+func (r *loopRun) runTaken(c *Conn, h ReplyHandler, req *remoting.Command) {
+	r.joinPass(c)
+	c.lp.inline.Store(req)
+	c.run(h, req, true)
+	c.lp.inline.Store(nil)
 }
 
 // endPass calls LoopPassEnd for a pass whose Begin returned true; the

@@ -564,7 +564,11 @@ func (s *Server) dispatch(c *Conn, req *remoting.Command) {
 		c.run(r.h, req, true)
 		return
 	}
-	r.ex.submit(c, req, r.h, c.lp == nil || flags&onLoop != 0 && c.lp.l.stalled.Load() == 0)
+	var loop *eventLoop // the loop that may run it, if any
+	if c.lp != nil && flags&onLoop != 0 {
+		loop = c.lp.l
+	}
+	r.ex.submit(c, req, r.h, c.lp == nil || loop != nil && loop.stalled.Load() == 0, loop)
 }
 
 // Shutdown stops accepting, answers new requests SYSTEM_BUSY, waits until

@@ -242,6 +242,76 @@ func TestLoopRunDisplacedByAHeldHandler(t *testing.T) {
 	}
 }
 
+// Requests queued for the workers while a displaced run held the loop
+// are taken back by the loop once the run's handler returns: a client
+// that keeps its window full (each answer lets it send one more) must not
+// keep the executor's queue from emptying, with every later request
+// queued behind it and run on the workers, slower than the loop (here a
+// worker's run sleeps; in the broker a worker's put is not grouped with
+// the pass's and its answer is a write of its own), until its waits pass
+// MaxQueueWait.
+func TestLoopTakesBackItsQueueAfterADisplacement(t *testing.T) {
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var ex *Executor
+	srv, addr := startServer(t, ServerConfig{EventLoops: 1}, func(s *Server) {
+		ex = s.NewExecutor(ExecutorConfig{Workers: 1, QueueCapacity: 1000})
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			switch {
+			case req.Ext("block") == "1":
+				entered <- struct{}{}
+				<-gate
+			case !c.OnLoop(req):
+				time.Sleep(2 * time.Millisecond)
+			}
+			return echo(c, req)
+		}, ex)
+		s.RunsOnLoop(codeEcho)
+	})
+	var open sync.Once
+	release := func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	a, b := dialRaw(t, addr), dialRaw(t, addr)
+	held := request(codeEcho, 1, remoting.SerializeJSON)
+	held.ExtFields["block"] = "1"
+	a.send(held)
+	<-entered
+	waitFor(t, "the watchdog to displace the held run", func() bool { return srv.loops[0].stalled.Load() == 1 })
+	const window, answers = 32, 400
+	for i := range window {
+		b.send(request(codeEcho, int32(100+i), remoting.SerializeJSON))
+	}
+	waitFor(t, "the window to be queued while the run is held", func() bool { return ex.Stats().Queued == window })
+	release()
+	if r := a.read(); r.Opaque != 1 || r.Code != remoting.Success {
+		t.Fatalf("a's answer %+v", r)
+	}
+	waitFor(t, "the held run to end", func() bool { return srv.loops[0].stalled.Load() == 0 })
+	before := ex.Stats()
+	next := int32(100 + window)
+	for range answers {
+		if r := b.read(); r.Code != remoting.Success {
+			t.Fatalf("b's answer %+v", r)
+		}
+		b.send(request(codeEcho, next, remoting.SerializeJSON))
+		next++
+	}
+	for range window {
+		b.read()
+	}
+	st := ex.Stats()
+	// The window's first requests, queued during the hold, were counted
+	// before; they may be taken back too.
+	queued, taken := int64(st.Queued-before.Queued), int64(st.TakenBack-before.TakenBack)
+	if onWorkers := queued - taken; onWorkers > answers/2 {
+		t.Fatalf("of %d requests sent after the held run ended, %d ran on the workers (%d queued, %d taken back by the loop, %d inline): the queue never emptied",
+			answers, onWorkers, queued, taken, st.Inline-before.Inline)
+	}
+	if st.TimedOut != 0 || ex.QueueLen() != 0 {
+		t.Fatalf("executor after the run: %+v", st)
+	}
+}
+
 // LoopPassBegin and LoopPassEnd bracket a loop pass that dispatches more
 // than one frame (not a lone frame), and the answers End completes are
 // written after it with the pass's others.
