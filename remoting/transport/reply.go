@@ -96,7 +96,7 @@ type Responder struct {
 	state atomic.Int32
 	once  atomic.Bool // a completion was made
 	out   outItem     // the answer of an early completion
-	start int64       // monoNow when Defer was called, with a reply observer
+	start int64       // monoNow when its handler began, with a reply observer (set by the handler's return path)
 	long  atomic.Bool // MarkLongPolled was called
 
 	// Guarded by c.hmu: the held list, oldest first.
@@ -121,11 +121,7 @@ func (c *Conn) OnLoop(req *remoting.Command) bool {
 // the handler returns Later(r) and completes r once, when the answer is
 // known (possibly before it returns).
 func (c *Conn) Defer(req *remoting.Command) *Responder {
-	r := &Responder{c: c, req: req}
-	if c.cfg.onReply != nil {
-		r.start = monoNow()
-	}
-	return r
+	return &Responder{c: c, req: req}
 }
 
 // DeferIn is Defer with the Responder placed in r: memory of the
@@ -141,9 +137,6 @@ func (c *Conn) DeferIn(r *Responder, req *remoting.Command) *Responder {
 		return c.Defer(req)
 	}
 	r.c, r.req = c, req
-	if c.cfg.onReply != nil {
-		r.start = monoNow()
-	}
 	return r
 }
 
@@ -308,6 +301,10 @@ func (c *Conn) finish(req *remoting.Command, rep Reply, onReader bool, start int
 	}
 	switch {
 	case r != nil:
+		// The handler's start, read once by run: nothing reads r.start
+		// before the return path (an early completion leaves its answer
+		// to it; a later one takes r from the held list).
+		r.start = start
 		if c.hold(r) {
 			return
 		}
