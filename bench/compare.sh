@@ -318,6 +318,16 @@ stop_server() {
 	[ -n "$SRV_PID" ] || return 0
 	stop_pid "$SRV_PID"
 	SRV_PID=
+	if [ -f "$SRV_DIR/err" ]; then
+		# Spool's warnings and errors go to the log (a displaced event
+		# loop, a busy page cache); the count is printed.
+		local warns
+		warns=$(grep -cE 'level=(WARN|ERROR)' "$SRV_DIR/err" || true)
+		if [ "${warns:-0}" != 0 ]; then
+			grep -E 'level=(WARN|ERROR)' "$SRV_DIR/err" | sed 's/^/  server: /' >>"$LOG"
+			say "  server warnings and errors: $warns (in the log)"
+		fi
+	fi
 	say "  data on disk: $(du -sh "$SRV_DIR" | cut -f1)"
 	rm -rf "$SRV_DIR"
 }
