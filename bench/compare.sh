@@ -54,8 +54,9 @@
 #   --only LIST     comma-separated workloads (default S1,S2,S2b,Sjava,S3,S4)
 #   --systems LIST  comma-separated systems (default spool,nats,redis,ceiling);
 #                   the peers' tools are installed only when they are selected
-#   --log FILE      keep every tool's raw output there (the scratch directory,
-#                   and everything else in it, is deleted at exit)
+#   --log FILE      keep every tool's raw output there, with Spool's warnings
+#                   and errors of each run (the scratch directory, and
+#                   everything else in it, is deleted at exit)
 # Environment: COMPARE_DIR (parent of the scratch directory, default /var/tmp),
 #   INSTALL_TIMEOUT (seconds per install step, default 900),
 #   COMPARE_SPOOL_NAMESRV_PORT, COMPARE_SPOOL_BROKER_PORT, COMPARE_NATS_PORT,
