@@ -63,7 +63,8 @@
 // to read it only until it returns (BorrowsBody), which the loop runs with
 // the body where it was read. A watchdog has another goroutine serve a
 // loop whose frame (or pass end) has been under way for 50 ms, counted
-// from the first of its 5 ms looks that saw it; until the held handler
+// from the first of its 5 ms looks that saw it, unless a goroutine dump
+// finds the loop's goroutine only waiting for a core; until the held handler
 // returns, that loop's requests go to the workers, and the loop takes
 // back those still queued as it serves its next ones. Pauses (write queue,
 // body budget), idle closing, frame limits and every rule below are the

@@ -114,6 +114,9 @@ type loopRun struct {
 	unit      atomic.Uint64
 	serving   atomic.Pointer[Conn]
 	displaced atomic.Bool
+	// gid is the run's goroutine's number, for the watchdog to find its
+	// state in a goroutine dump.
+	gid atomic.Uint64
 	// dispatched counts the pass's frames (LoopPassBegin is asked at the
 	// second); passHeld says Begin returned true and End is owed.
 	dispatched int
@@ -131,7 +134,9 @@ type loopRun struct {
 // the loop's requests through the executors' queues, which the clients'
 // windows then kept full past the send queue's 200 ms bound (busy
 // answers, until the loop took its queued requests back); at 50 ms, in 2
-// of 9.
+// of 9. A run whose goroutine a dump finds waiting for a core is no
+// longer displaced (loop_watch.go); one in a system call or waiting for
+// something is.
 const (
 	loopStallLimit = 50 * time.Millisecond
 	loopStallCheck = 5 * time.Millisecond
@@ -354,60 +359,10 @@ func (l *eventLoop) wake() {
 	}
 }
 
-// watch is the server's watchdog over its loops: it displaces a run whose
-// dispatch of one frame (or a pass's end) has lasted longer than
-// loopStallLimit. It ends when stop is closed.
-func watchLoops(loops []*eventLoop, wg *sync.WaitGroup, stop <-chan struct{}) {
-	t := time.NewTicker(loopStallCheck)
-	defer t.Stop()
-	seen := make([]unitSeen, len(loops))
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			for i, l := range loops {
-				r := l.active.Load()
-				if r == nil {
-					continue
-				}
-				if seen[i].held(r, r.unit.Load(), now) > loopStallLimit {
-					l.displace(r, wg)
-				}
-			}
-		}
-	}
-}
-
-// unitSeen is what the watchdog saw of a loop: the run and the unit under
-// way at its last look, and when it first saw that unit.
-type unitSeen struct {
-	run  *loopRun
-	unit uint64
-	at   time.Time
-}
-
-// held returns how long the unit under way (odd unit) has been seen under
-// way as of now: 0 between units and for a unit seen for the first time.
-// A unit is seen within loopStallCheck of its start, so one held past
-// loopStallLimit began at most that much earlier; a long pass of many
-// short frames is no unit held.
-func (s *unitSeen) held(r *loopRun, unit uint64, now time.Time) time.Duration {
-	if unit&1 == 0 {
-		*s = unitSeen{}
-		return 0
-	}
-	if s.run != r || s.unit != unit {
-		*s = unitSeen{run: r, unit: unit, at: now}
-		return 0
-	}
-	return now.Sub(s.at)
-}
-
 // displace has a new run serve the loop in place of old, whose handler
 // holds it: old's connection stops being read until old lets it go, and
 // the answers old's pass queued are the new run's to write.
-func (l *eventLoop) displace(old *loopRun, wg *sync.WaitGroup) {
+func (l *eventLoop) displace(old *loopRun, wg *sync.WaitGroup, state string) {
 	l.mu.Lock()
 	if l.stopped || l.active.Load() != old || !old.displaced.CompareAndSwap(false, true) {
 		l.mu.Unlock()
@@ -431,10 +386,10 @@ func (l *eventLoop) displace(old *loopRun, wg *sync.WaitGroup) {
 	l.mu.Unlock()
 	if c != nil {
 		l.s.logger.Warn("remoting: a request held an event loop; another goroutine serves its other connections until it returns",
-			"conn", c.ID(), "remote", c.RemoteAddr().String(), "held_over", loopStallLimit)
+			"conn", c.ID(), "remote", c.RemoteAddr().String(), "held_over", loopStallLimit, "state", state)
 	} else {
 		l.s.logger.Warn("remoting: the end of a loop pass (the store's write of its records) held an event loop; another goroutine serves its connections until it returns",
-			"held_over", loopStallLimit)
+			"held_over", loopStallLimit, "state", state)
 	}
 	go func() {
 		defer wg.Done()
@@ -444,6 +399,7 @@ func (l *eventLoop) displace(old *loopRun, wg *sync.WaitGroup) {
 
 // run serves the loop until it stops or the run is displaced.
 func (r *loopRun) run() {
+	r.gid.Store(curGoroutineID())
 	l := r.l
 	busy := false
 	for {
