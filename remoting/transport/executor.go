@@ -229,14 +229,7 @@ func (e *Executor) takeBack(r *loopRun) {
 		if h := e.q.peek(); h.r != nil || h.loop != r.l {
 			break
 		}
-		t := e.q.pop()
-		size := e.q.len()
-		e.busy++
-		e.mu.Unlock()
-		e.budget.release(len(t.req.Body))
-		if wait := time.Since(t.enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
-			e.rejectTimeout(t, wait, size, false)
-		} else {
+		if t, ok := e.takeHead(); ok {
 			e.takenBack.Add(1)
 			r.runTaken(t.c, t.h, t.req)
 		}
@@ -333,18 +326,28 @@ func (e *Executor) worker() {
 			e.mu.Unlock()
 			return
 		}
-		t := e.q.pop()
-		n := e.q.len()
-		e.busy++
-		e.mu.Unlock()
-		e.budget.release(len(t.req.Body))
-		if wait := time.Since(t.enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
-			e.rejectTimeout(t, wait, n, false)
-		} else {
+		if t, ok := e.takeHead(); ok {
 			e.runTask(t)
 		}
 		e.release()
 	}
+}
+
+// takeHead takes the queue's head for the caller to run, holding a slot
+// (the caller gives it back); it is called with e.mu held and returns with
+// it released. A request that waited longer than MaxQueueWait is answered
+// busy instead (ok false).
+func (e *Executor) takeHead() (t task, ok bool) {
+	t = e.q.pop()
+	size := e.q.len()
+	e.busy++
+	e.mu.Unlock()
+	e.budget.release(len(t.req.Body))
+	if wait := time.Since(t.enq); e.cfg.MaxQueueWait > 0 && wait > e.cfg.MaxQueueWait {
+		e.rejectTimeout(t, wait, size, false)
+		return t, false
+	}
+	return t, true
 }
 
 func (e *Executor) rejectTimeout(t task, wait time.Duration, size int, onReader bool) {

@@ -187,36 +187,59 @@ func TestClosesWhileAnswersAreWritten(t *testing.T) {
 	wg.Wait()
 }
 
+// heldLoop is a server with one event loop whose codeEcho handler runs on
+// the loop, in an executor of the given workers, and holds a request with
+// ext block=1 until release; a's such request is held when it returns,
+// and b is a second connection.
+type heldLoop struct {
+	srv     *Server
+	ex      *Executor
+	a, b    *rawConn
+	release func()
+}
+
+// startHeldLoop starts it; onWorker, if set, runs before the answer of a
+// request run off the loop.
+func startHeldLoop(t *testing.T, workers int, onWorker func()) heldLoop {
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var h heldLoop
+	var addr string
+	h.srv, addr = startServer(t, ServerConfig{EventLoops: 1}, func(s *Server) {
+		h.ex = s.NewExecutor(ExecutorConfig{Workers: workers, QueueCapacity: 1000})
+		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
+			switch {
+			case req.Ext("block") == "1":
+				entered <- struct{}{}
+				<-gate
+			case onWorker != nil && !c.OnLoop(req):
+				onWorker()
+			}
+			return echo(c, req)
+		}, h.ex)
+		s.RunsOnLoop(codeEcho)
+	})
+	// A failure must not leave the handler held: the server's Close, run
+	// after the test, waits for it.
+	var open sync.Once
+	h.release = func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(h.release)
+	h.a, h.b = dialRaw(t, addr), dialRaw(t, addr)
+	held := request(codeEcho, 1, remoting.SerializeJSON)
+	held.ExtFields["block"] = "1"
+	h.a.send(held)
+	<-entered
+	return h
+}
+
 // A handler declared never to block that blocks all the same, on an
 // event loop: after loopStallLimit another run serves the loop's other
 // connections (their requests of that code going to the workers while
 // the handler is held), the held connection is not read until its
 // handler returns, and then everything runs inline again.
 func TestLoopRunDisplacedByAHeldHandler(t *testing.T) {
-	gate := make(chan struct{})
-	entered := make(chan struct{}, 1)
-	var ex *Executor
-	srv, addr := startServer(t, ServerConfig{EventLoops: 1}, func(s *Server) {
-		ex = s.NewExecutor(ExecutorConfig{Workers: 4, QueueCapacity: 100})
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
-			if req.Ext("block") == "1" {
-				entered <- struct{}{}
-				<-gate
-			}
-			return echo(c, req)
-		}, ex)
-		s.RunsOnLoop(codeEcho)
-	})
-	// A failure below must not leave the handler held: the server's
-	// Close, run after this, waits for it.
-	var open sync.Once
-	release := func() { open.Do(func() { close(gate) }) }
-	t.Cleanup(release)
-	a, b := dialRaw(t, addr), dialRaw(t, addr)
-	held := request(codeEcho, 1, remoting.SerializeJSON)
-	held.ExtFields["block"] = "1"
-	a.send(held)
-	<-entered
+	h := startHeldLoop(t, 4, nil)
+	a, b, ex := h.a, h.b, h.ex
 	for i := range 5 {
 		b.send(request(codeEcho, int32(10+i), remoting.SerializeJSON))
 		if r := b.read(); r.Opaque != int32(10+i) || r.Code != remoting.Success {
@@ -227,13 +250,13 @@ func TestLoopRunDisplacedByAHeldHandler(t *testing.T) {
 		t.Fatalf("while held, b's requests ran inline: %+v", st)
 	}
 	a.send(request(codeEcho, 2, remoting.SerializeJSON))
-	release()
+	h.release()
 	for _, want := range []int32{1, 2} {
 		if r := a.read(); r.Opaque != want || r.Code != remoting.Success {
 			t.Fatalf("a's answer %+v, want opaque %d", r, want)
 		}
 	}
-	waitFor(t, "the held run to end", func() bool { return srv.loops[0].stalled.Load() == 0 })
+	waitFor(t, "the held run to end", func() bool { return h.srv.loops[0].stalled.Load() == 0 })
 	inline := ex.Stats().Inline
 	b.send(request(codeEcho, 20, remoting.SerializeJSON))
 	b.read()
@@ -251,42 +274,19 @@ func TestLoopRunDisplacedByAHeldHandler(t *testing.T) {
 // the pass's and its answer is a write of its own), until its waits pass
 // MaxQueueWait.
 func TestLoopTakesBackItsQueueAfterADisplacement(t *testing.T) {
-	gate := make(chan struct{})
-	entered := make(chan struct{}, 1)
-	var ex *Executor
-	srv, addr := startServer(t, ServerConfig{EventLoops: 1}, func(s *Server) {
-		ex = s.NewExecutor(ExecutorConfig{Workers: 1, QueueCapacity: 1000})
-		s.Register(codeEcho, func(c *Conn, req *remoting.Command) *remoting.Command {
-			switch {
-			case req.Ext("block") == "1":
-				entered <- struct{}{}
-				<-gate
-			case !c.OnLoop(req):
-				time.Sleep(2 * time.Millisecond)
-			}
-			return echo(c, req)
-		}, ex)
-		s.RunsOnLoop(codeEcho)
-	})
-	var open sync.Once
-	release := func() { open.Do(func() { close(gate) }) }
-	t.Cleanup(release)
-	a, b := dialRaw(t, addr), dialRaw(t, addr)
-	held := request(codeEcho, 1, remoting.SerializeJSON)
-	held.ExtFields["block"] = "1"
-	a.send(held)
-	<-entered
-	waitFor(t, "the watchdog to displace the held run", func() bool { return srv.loops[0].stalled.Load() == 1 })
+	h := startHeldLoop(t, 1, func() { time.Sleep(2 * time.Millisecond) })
+	a, b, ex := h.a, h.b, h.ex
+	waitFor(t, "the watchdog to displace the held run", func() bool { return h.srv.loops[0].stalled.Load() == 1 })
 	const window, answers = 32, 400
 	for i := range window {
 		b.send(request(codeEcho, int32(100+i), remoting.SerializeJSON))
 	}
 	waitFor(t, "the window to be queued while the run is held", func() bool { return ex.Stats().Queued == window })
-	release()
+	h.release()
 	if r := a.read(); r.Opaque != 1 || r.Code != remoting.Success {
 		t.Fatalf("a's answer %+v", r)
 	}
-	waitFor(t, "the held run to end", func() bool { return srv.loops[0].stalled.Load() == 0 })
+	waitFor(t, "the held run to end", func() bool { return h.srv.loops[0].stalled.Load() == 0 })
 	before := ex.Stats()
 	next := int32(100 + window)
 	for range answers {
