@@ -81,7 +81,8 @@ type task struct {
 	r      *Responder
 	resume func(*Responder)
 	// loop is the event loop that may run the request itself (its
-	// connection's, for a code declared with Server.RunsOnLoop).
+	// connection's, for a code declared with Server.RunsOnLoop); nil for
+	// a resumed request, which only a worker runs.
 	loop *eventLoop
 }
 
@@ -226,7 +227,7 @@ func (e *Executor) submit(c *Conn, req *remoting.Command, h ReplyHandler, mayInl
 // again when it is done.
 func (e *Executor) takeBack(r *loopRun) {
 	for n := 0; n < loopTakeBack && e.q.len() > 0 && !r.displaced.Load(); n++ {
-		if h := e.q.peek(); h.r != nil || h.loop != r.l {
+		if e.q.peek().loop != r.l {
 			break
 		}
 		if t, ok := e.takeHead(); ok {
