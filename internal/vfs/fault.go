@@ -81,6 +81,31 @@ type faultMap struct {
 	b   []byte
 }
 
+// syncReadChunk is the most syncLocked copies in one call. A copy (or a
+// read, which the race detector annotates in one call) is not preempted:
+// one of a whole new 64 MiB file held up a stop-the-world, and with it
+// every goroutine of the process, for half a second and more on a machine
+// slow to fault pages in, and a replication test under the race detector
+// saw its slave's acknowledgements stall that long with no fault injected.
+const syncReadChunk = 1 << 20
+
+// grown returns b extended with zeroes to n bytes, copying in pieces.
+func grown(b []byte, n int64) []byte {
+	if int64(cap(b)) >= n {
+		old := len(b)
+		b = b[:n] // what was cut off before may be there: zero it
+		for off := old; off < len(b); off += syncReadChunk {
+			clear(b[off:min(off+syncReadChunk, len(b))])
+		}
+		return b
+	}
+	out := make([]byte, n) // a large allocation is zeroed in preemptible pieces
+	for off := 0; off < len(b); off += syncReadChunk {
+		copy(out[off:min(off+syncReadChunk, len(b))], b[off:])
+	}
+	return out
+}
+
 // syncLocked makes the file's current contents durable: its size, the
 // dirty ranges (read back through f) and the changed pages of its live
 // mappings.
@@ -107,16 +132,15 @@ func (s *faultState) syncLocked(f File) error {
 	if int64(len(s.durable)) > n {
 		s.durable = s.durable[:n]
 	} else if int64(len(s.durable)) < n {
-		s.durable = append(s.durable, make([]byte, n-int64(len(s.durable)))...)
+		s.durable = grown(s.durable, n)
 	}
 	for _, r := range dirty {
-		end := min(r.end, n)
-		if r.off >= end {
-			continue
-		}
-		if _, err := f.ReadAt(s.durable[r.off:end], r.off); err != nil && err != io.EOF {
-			keep()
-			return err
+		for off, end := r.off, min(r.end, n); off < end; off += syncReadChunk {
+			to := min(off+syncReadChunk, end)
+			if _, err := f.ReadAt(s.durable[off:to], off); err != nil && err != io.EOF {
+				keep()
+				return err
+			}
 		}
 	}
 	for _, m := range s.maps {

@@ -168,3 +168,38 @@ func TestFaultCrashMatchesMemFS(t *testing.T) {
 		}
 	}
 }
+
+// grown keeps the bytes it had, zeroes the rest, also where a cut-off
+// tail is still in the capacity, and across pieces.
+func TestGrownZeroesTheExtension(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		have, cut int // bytes written, then kept
+		n         int64
+	}{
+		{"empty", 0, 0, 10},
+		{"new backing", 5, 5, 3*syncReadChunk + 7},
+		{"in the capacity after a cut", 2*syncReadChunk + 9, 3, 2*syncReadChunk + 1},
+		{"same length", 4, 4, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := make([]byte, tc.have)
+			for i := range b {
+				b[i] = byte(i%251 + 1)
+			}
+			got := grown(b[:tc.cut], tc.n)
+			if int64(len(got)) != tc.n {
+				t.Fatalf("len %d, want %d", len(got), tc.n)
+			}
+			for i, c := range got {
+				want := byte(0)
+				if i < tc.cut {
+					want = byte(i%251 + 1)
+				}
+				if c != want {
+					t.Fatalf("byte %d is %d, want %d", i, c, want)
+				}
+			}
+		})
+	}
+}
