@@ -9,10 +9,14 @@ import (
 
 // prefaultShift: the writer asks for pre-faulting each time it crosses a
 // 1 MiB boundary; prefaultAhead is how far ahead of the write cursor pages
-// are brought into memory.
+// are brought into memory, prefaultChunk how much at a time, and
+// prefaultGap how far ahead of the cursor the pre-faulting starts when
+// the writer has caught up with it.
 const (
 	prefaultShift = 20
 	prefaultAhead = 8 << 20
+	prefaultChunk = 256 << 10
+	prefaultGap   = 1 << 20
 )
 
 // allocator creates, allocates and pre-faults CommitLog files ahead of the
@@ -395,18 +399,48 @@ func (a *allocator) takeOrCreateLocked(from int64) (*MappedFile, error) {
 	return mf, nil
 }
 
-// prefault brings the pages ahead of the write cursor into memory.
+// prefault brings the pages ahead of the write cursor into memory, a
+// chunk at a time. The kernel holds a chunk's pages locked while it reads
+// them in (for a pwrite file, zeroing each new page, which takes from
+// under a microsecond to tens of them on a virtual machine whose memory
+// is cold), and a put writing into one of them waits for it: so a chunk is
+// small, and when the writer has caught up with the pre-faulting (it can
+// outrun it where first touches are slow), the next chunk starts
+// prefaultGap ahead of the cursor, not at it, leaving the pages between
+// to the writer's own first touch. A pending kick (a file to create) is
+// served between chunks.
 func (a *allocator) prefault() {
 	mf := a.c.mfq.last()
 	if mf == nil || !mf.acquire() {
 		return
 	}
 	defer mf.release()
-	pos := mf.wrote.Load()
-	from := max(a.warmedTo-mf.from, pos)
-	to := min(pos+prefaultAhead, mf.size)
-	if from < to {
-		mf.prefault(from, to)
-		a.warmedTo = mf.from + to
+	for {
+		from, end := prefaultNext(a.warmedTo-mf.from, mf.wrote.Load(), mf.size)
+		if from >= end {
+			return
+		}
+		mf.prefault(from, end)
+		a.warmedTo = mf.from + end
+		select {
+		case <-a.stopCh:
+			return
+		default:
+		}
+		if len(a.kickCh) > 0 {
+			a.kickPrefault() // the rest after the kick
+			return
+		}
 	}
+}
+
+// prefaultNext is the next chunk [from, end) of a file of size to
+// pre-fault, with the file warmed up to warmed and written up to pos
+// (offsets in the file): from where the last chunk ended, or prefaultGap
+// ahead of the cursor once the writer has come that close, up to
+// prefaultAhead ahead of it; from >= end when there is nothing to do.
+func prefaultNext(warmed, pos, size int64) (from, end int64) {
+	from = max(warmed, pos+prefaultGap)
+	end = min(from+prefaultChunk, pos+prefaultAhead, size)
+	return from, end
 }

@@ -73,3 +73,33 @@ func TestPwritePagesAheadAreInThePageCache(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPrefaultNext checks the allocator's choice of the next chunk to
+// pre-fault: small chunks from where the last ended, never at the write
+// cursor (a put would wait for pages the kernel holds while reading them
+// in), up to the look-ahead and the file's end.
+func TestPrefaultNext(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name              string
+		warmed, pos, size int64
+		wantFrom, wantEnd int64
+	}{
+		{"ahead of the writer", 4 * mib, 0, 64 * mib, 4 * mib, 4*mib + prefaultChunk},
+		{"the writer caught up", 2 * mib, 2*mib - 100, 64 * mib, 3*mib - 100, 3*mib - 100 + prefaultChunk},
+		{"the writer passed it", 2 * mib, 5 * mib, 64 * mib, 6 * mib, 6*mib + prefaultChunk},
+		{"a new file", -7 * mib, 0, 64 * mib, prefaultGap, prefaultGap + prefaultChunk},
+		{"at the look-ahead", 8 * mib, 0, 64 * mib, 8 * mib, 8 * mib},
+		{"a chunk cut by the look-ahead", 8*mib - 4096, 0, 64 * mib, 8*mib - 4096, 8 * mib},
+		{"a chunk cut by the file's end", 63 * mib, 60 * mib, 63*mib + 8192, 63 * mib, 63*mib + 8192},
+		{"the file warmed to its end", 64 * mib, 60 * mib, 64 * mib, 64 * mib, 64 * mib},
+	} {
+		from, end := prefaultNext(c.warmed, c.pos, c.size)
+		if from != c.wantFrom || end != c.wantEnd {
+			t.Errorf("%s: [%d, %d), want [%d, %d)", c.name, from, end, c.wantFrom, c.wantEnd)
+		}
+		if from < end && (from < c.pos+prefaultGap || end-from > prefaultChunk) {
+			t.Errorf("%s: chunk [%d, %d) within the gap of the cursor %d or over a chunk", c.name, from, end, c.pos)
+		}
+	}
+}
