@@ -81,12 +81,11 @@ type faultMap struct {
 	b   []byte
 }
 
-// syncReadChunk is the most syncLocked copies in one call. A copy (or a
-// read, which the race detector annotates in one call) is not preempted:
-// one of a whole new 64 MiB file held up a stop-the-world, and with it
-// every goroutine of the process, for half a second and more on a machine
-// slow to fault pages in, and a replication test under the race detector
-// saw its slave's acknowledgements stall that long with no fault injected.
+// syncReadChunk is the most syncLocked copies or reads back in one call.
+// Neither a copy nor the race detector's annotation of a read is
+// preempted: one of a whole new 64 MiB file holds up a stop-the-world, and
+// with it every goroutine of the process, for half a second and more where
+// pages are slow to fault in.
 const syncReadChunk = 1 << 20
 
 // grown returns b extended with zeroes to n bytes, copying in pieces.

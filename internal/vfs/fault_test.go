@@ -179,6 +179,7 @@ func TestGrownZeroesTheExtension(t *testing.T) {
 	}{
 		{"empty", 0, 0, 10},
 		{"new backing", 5, 5, 3*syncReadChunk + 7},
+		{"new backing, old bytes over pieces", 2*syncReadChunk + 9, 2*syncReadChunk + 9, 3*syncReadChunk + 7},
 		{"in the capacity after a cut", 2*syncReadChunk + 9, 3, 2*syncReadChunk + 1},
 		{"same length", 4, 4, 4},
 	} {
