@@ -31,11 +31,13 @@ type rpcHist struct {
 }
 
 // rpcStats observes every answer of the broker's remoting server
-// (transport.Server.OnReply): a lock-free lookup of the series, two
-// atomic adds.
+// (transport.Server.OnReply): a look-up in a map that is replaced, never
+// changed, when a series is added (series are few and added once; a
+// sync.Map's hashing of an interface key cost more than the two atomic
+// adds), and two atomic adds.
 type rpcStats struct {
-	m sync.Map // rpcKey -> *rpcHist
-	n atomic.Int32
+	series atomic.Pointer[map[rpcKey]*rpcHist]
+	mu     sync.Mutex // serializes additions
 }
 
 // maxRPCSeries bounds the series: request codes times response codes.
@@ -43,19 +45,20 @@ const maxRPCSeries = 2048
 
 func (s *rpcStats) observe(req *remoting.Command, a transport.Answer) {
 	k := rpcKey{req.Code, a.Code, a.LongPolled, a.Unsent}
-	elapsed := a.Elapsed
-	v, ok := s.m.Load(k)
-	if !ok {
-		if s.n.Load() >= maxRPCSeries {
+	var h *rpcHist
+	m := s.series.Load()
+	if m != nil {
+		h = (*m)[k]
+	}
+	if h == nil {
+		if m != nil && len(*m) >= maxRPCSeries {
+			return // full: a new series is not added
+		}
+		if h = s.add(k); h == nil {
 			return
 		}
-		var loaded bool
-		v, loaded = s.m.LoadOrStore(k, &rpcHist{})
-		if !loaded {
-			s.n.Add(1)
-		}
 	}
-	h := v.(*rpcHist)
+	elapsed := a.Elapsed
 	ms := float64(elapsed) / float64(time.Millisecond)
 	i := 0
 	for i < len(rpcBoundsMs) && ms > rpcBoundsMs[i] {
@@ -65,11 +68,39 @@ func (s *rpcStats) observe(req *remoting.Command, a transport.Answer) {
 	h.sumUs.Add(uint64(max(elapsed.Microseconds(), 0)))
 }
 
+// add returns the series of k, adding it unless the bound is reached
+// (nil then).
+func (s *rpcStats) add(k rpcKey) *rpcHist {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old map[rpcKey]*rpcHist
+	if m := s.series.Load(); m != nil {
+		old = *m
+	}
+	if h := old[k]; h != nil {
+		return h
+	}
+	if len(old) >= maxRPCSeries {
+		return nil
+	}
+	m := make(map[rpcKey]*rpcHist, len(old)+1)
+	for key, h := range old {
+		m[key] = h
+	}
+	h := &rpcHist{}
+	m[k] = h
+	s.series.Store(&m)
+	return h
+}
+
 // figures are the series for a scrape.
 func (s *rpcStats) figures() []metrics.RPCLatency {
 	var out []metrics.RPCLatency
-	s.m.Range(func(key, value any) bool {
-		k, h := key.(rpcKey), value.(*rpcHist)
+	var series map[rpcKey]*rpcHist
+	if m := s.series.Load(); m != nil {
+		series = *m
+	}
+	for k, h := range series {
 		r := metrics.RPCLatency{RequestCode: codeLabel(remoting.RequestName(k.request)), ResponseCode: responseLabel(k.response),
 			Result: rpcResult(k), IsLongPolling: k.longPolling}
 		var cum uint64
@@ -81,8 +112,7 @@ func (s *rpcStats) figures() []metrics.RPCLatency {
 		r.Latency.Count = cum + h.counts[len(rpcBoundsMs)].Load()
 		r.Latency.Sum = float64(h.sumUs.Load()) / 1000
 		out = append(out, r)
-		return true
-	})
+	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.RequestCode != b.RequestCode {

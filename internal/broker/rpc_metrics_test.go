@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/spoolmq/spool/remoting"
 	"github.com/spoolmq/spool/remoting/transport"
@@ -36,5 +38,47 @@ func TestRPCResultLabel(t *testing.T) {
 		if !found {
 			t.Errorf("no series of %s in %+v", w.resp, got)
 		}
+	}
+}
+
+// TestRPCSeriesBound: concurrent observers of new series together add at
+// most maxRPCSeries of them, and every observation of a series that exists
+// is counted.
+func TestRPCSeriesBound(t *testing.T) {
+	var s rpcStats
+	const workers, codes = 4, maxRPCSeries/2 + 10
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range codes {
+				req := remoting.NewRequest(int32(c), nil, nil)
+				s.observe(req, transport.Answer{Code: int32(w % 2)})
+			}
+		}()
+	}
+	wg.Wait()
+	got := s.figures()
+	if len(got) != maxRPCSeries {
+		t.Fatalf("%d series, want the bound %d", len(got), maxRPCSeries)
+	}
+	for _, r := range got {
+		if r.Latency.Count == 0 || r.Latency.Count > workers/2 {
+			t.Fatalf("series %s/%s counted %d, want 1..%d", r.RequestCode, r.ResponseCode, r.Latency.Count, workers/2)
+		}
+	}
+}
+
+// BenchmarkRPCObserve is the observer's cost per answer on the broker's
+// hot path: one series that exists.
+func BenchmarkRPCObserve(b *testing.B) {
+	var s rpcStats
+	req := remoting.NewRequest(remoting.SendMessageV2, nil, nil)
+	a := transport.Answer{Code: remoting.Success, Elapsed: 300 * time.Microsecond}
+	s.observe(req, a)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.observe(req, a)
 	}
 }
