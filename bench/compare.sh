@@ -739,7 +739,16 @@ echo "== dirty-page settings"
 for f in /proc/sys/vm/dirty_*; do echo "$(basename "$f") = $(cat "$f")"; done
 install_tools
 echo "== versions"
-echo "spool: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown) (+ work tree)"
+# The commit built, and whether the work tree differed from it.
+spool_rev() {
+	local rev
+	rev=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+	if [ -n "$(cd "$ROOT" && git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+		rev="$rev (+ changes in the work tree)"
+	fi
+	echo "$rev"
+}
+echo "spool: $(spool_rev)"
 if selected "$SYSTEMS" nats; then
 	echo "nats-server: $(nats-server --version 2>&1)"
 	echo "nats CLI: $(nats --version 2>&1)"
