@@ -51,7 +51,8 @@ func pullLoop(ctx context.Context, addr string, qs []queueRef, offsets []int64, 
 	// A read blocked when ctx ends returns at once.
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
 	defer stop()
-	br := bufio.NewReaderSize(nc, 256<<10)
+	rw := connIO(nc)
+	br := bufio.NewReaderSize(rw, 256<<10)
 	var out []byte
 	for i, q := range qs {
 		if out, err = frame(out, spec.request(q, offsets[i], true), int32(i)); err != nil {
@@ -63,7 +64,7 @@ func pullLoop(ctx context.Context, addr string, qs []queueRef, offsets []int64, 
 			// About to wait for the broker: what is due goes first.
 			if len(out) > 0 {
 				_ = nc.SetWriteDeadline(time.Now().Add(pullTimeout))
-				if _, err := nc.Write(out); err != nil {
+				if _, err := rw.Write(out); err != nil {
 					return quietAfter(ctx, err)
 				}
 				out = out[:0]

@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
 	"github.com/spoolmq/spool/internal/tlsconf"
 	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // A producer's connection to one broker, driven without a client library
@@ -64,6 +66,16 @@ func benchDial(ctx context.Context, addr string) (net.Conn, error) {
 	return d.DialContext(ctx, "tcp", addr)
 }
 
+// connIO is what the generator reads and writes nc through: the
+// transport's raw system calls on a plain TCP connection (no wake-up of
+// the runtime's monitor thread per call), nc itself under TLS.
+func connIO(nc net.Conn) io.ReadWriter {
+	if r := transport.NewRawIO(nc); r != nil {
+		return r
+	}
+	return nc
+}
+
 // frame sets req's opaque, signs it and appends its frame to dst.
 func frame(dst []byte, req *remoting.Command, opaque int32) ([]byte, error) {
 	req.Opaque = opaque
@@ -85,7 +97,8 @@ func account(m *meter, resp *remoting.Command, msgs, bytes int, lat time.Duratio
 // produceSync is one request in flight: write, read the answer, again.
 func produceSync(ctx context.Context, nc net.Conn, qs []queueRef, build requestBuilder, m *meter) error {
 	var sb sendBuilder
-	br := bufio.NewReaderSize(nc, 64<<10)
+	rw := connIO(nc)
+	br := bufio.NewReaderSize(rw, 64<<10)
 	var buf []byte
 	var err error
 	for seq := 0; ctx.Err() == nil; seq++ {
@@ -96,7 +109,7 @@ func produceSync(ctx context.Context, nc net.Conn, qs []queueRef, build requestB
 			return err
 		}
 		_ = nc.SetDeadline(t0.Add(3 * time.Second))
-		if _, err := nc.Write(buf); err != nil {
+		if _, err := rw.Write(buf); err != nil {
 			return err
 		}
 		resp, err := remoting.ReadCommandCompact(br, 0)
@@ -132,7 +145,8 @@ type backedOff struct {
 // 1 ms. When ctx ends it sends nothing more and returns once the
 // outstanding requests are answered (or none came for 3 s).
 func producePipelined(ctx context.Context, nc net.Conn, qs []queueRef, window int, build requestBuilder, m *meter) error {
-	br := bufio.NewReaderSize(nc, 256<<10)
+	rw := connIO(nc)
+	br := bufio.NewReaderSize(rw, 256<<10)
 	slots := make([]sent, window)
 	busy := make([]bool, window)
 	free := make([]int, 0, window)
@@ -169,7 +183,7 @@ func producePipelined(ctx context.Context, nc net.Conn, qs []queueRef, window in
 					inflight++
 				}
 				_ = nc.SetWriteDeadline(now.Add(3 * time.Second))
-				if _, err := nc.Write(buf); err != nil {
+				if _, err := rw.Write(buf); err != nil {
 					return err
 				}
 				buf = buf[:0]
