@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/spoolmq/spool/remoting"
+	"github.com/spoolmq/spool/remoting/transport"
 )
 
 // The producers' plain TCP connections with one request in flight each
@@ -90,7 +91,7 @@ func produceEpoll(ctx context.Context, targets []epollTarget, build requestBuild
 		}
 		c.seq++
 		c.sent, c.msgs, c.bytes, c.busy = now, msgs, bytes, true
-		if n, err := unix.Write(c.fd, c.out); err != nil || n != len(c.out) {
+		if n, err := transport.RawWrite(c.fd, c.out); err != nil || n != len(c.out) {
 			// A request this small always fits an idle socket.
 			if err == nil {
 				err = errors.New("short write of a request")
@@ -158,7 +159,7 @@ func produceEpoll(ctx context.Context, targets []epollTarget, build requestBuild
 			if c.fd < 0 {
 				continue
 			}
-			r, err := unix.Read(c.fd, buf)
+			r, err := transport.RawRead(c.fd, buf)
 			if err != nil || r == 0 {
 				if errors.Is(err, unix.EAGAIN) {
 					continue

@@ -75,3 +75,24 @@ func (r *RawIO) Write(p []byte) (int, error) {
 	}
 	return done, nil
 }
+
+// RawRead and RawWrite are the event loops' read and write of a
+// non-blocking socket, for a caller that polls the descriptor itself
+// (outside the Go poller): one system call, unix.EAGAIN when the socket
+// holds nothing or takes nothing.
+func RawRead(fd int, p []byte) (int, error) {
+	n, e := rawRead(fd, p)
+	if e != 0 {
+		return 0, e
+	}
+	return n, nil
+}
+
+// RawWrite: see RawRead.
+func RawWrite(fd int, p []byte) (int, error) {
+	n, e := rawWrite(fd, p)
+	if e != 0 {
+		return 0, e
+	}
+	return n, nil
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -111,5 +112,43 @@ func TestRawIONotForOtherConns(t *testing.T) {
 	defer b.Close()
 	if r := NewRawIO(a); r != nil {
 		t.Fatalf("RawIO %v for a pipe", r)
+	}
+}
+
+// TestRawReadWrite: on a non-blocking socket RawRead of nothing is
+// EAGAIN, and what RawWrite wrote on one end RawRead reads on the other.
+func TestRawReadWrite(t *testing.T) {
+	a, b := tcpPair(t)
+	fdOf := func(c net.Conn) (fd int) {
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Control(func(s uintptr) { fd = int(s) }); err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	fa, fb := fdOf(a), fdOf(b)
+	buf := make([]byte, 16)
+	if _, err := RawRead(fb, buf); !errors.Is(err, syscall.EAGAIN) {
+		t.Fatalf("read of an empty socket: %v, want EAGAIN", err)
+	}
+	if n, err := RawWrite(fa, []byte("hello")); err != nil || n != 5 {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := RawRead(fb, buf)
+		if err == nil {
+			if string(buf[:n]) != "hello" {
+				t.Fatalf("read %q, want \"hello\"", buf[:n])
+			}
+			return
+		}
+		if !errors.Is(err, syscall.EAGAIN) || time.Now().After(deadline) {
+			t.Fatalf("read: %v", err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
