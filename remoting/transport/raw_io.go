@@ -10,10 +10,8 @@ import (
 // system calls (loop_io.go) inside the connection's own poller: a read
 // or write that the socket can serve makes no hand-off of the P, and so
 // does not wake the runtime's monitor thread after each idle wait for the
-// network, as net.Conn's do (a load generator that alternates between
-// waiting and one read and one write spent a sixth of its CPU in those
-// wake-ups). Deadlines set on the connection apply as to its own Read and
-// Write.
+// network, as net.Conn's do. Deadlines set on the connection apply as to
+// its own Read and Write.
 type RawIO struct {
 	rc syscall.RawConn
 }
