@@ -276,6 +276,13 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		// sends it served once, after the last of them.
 		passBegin, passEnd = g.GatherWrites, g.ReleaseWrites
 	}
+	var passStart func() bool
+	var passDone func()
+	if s, ok := b.store.(passSyncer); ok {
+		// Under SYNC_FLUSH a pass syncs what it wrote before its answers
+		// leave, while syncs are fast.
+		passStart, passDone = s.BeginPassSync, s.EndPassSync
+	}
 	b.server = transport.NewServer(transport.ServerConfig{
 		Authorize:          b.authsrv.Hook(),
 		IdleTimeout:        time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
@@ -288,6 +295,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		EventLoops:         EventLoops(cfg.ServerEventLoops),
 		LoopPassBegin:      passBegin,
 		LoopPassEnd:        passEnd,
+		LoopPassStart:      passStart,
+		LoopPassDone:       passDone,
 	})
 	b.server.OnReply(b.rpc.observe)
 	if cfg.EnableControllerMode {
@@ -308,6 +317,13 @@ func New(cfg Config, opts Options) (*Broker, error) {
 type writeGatherer interface {
 	GatherWrites() bool
 	ReleaseWrites()
+}
+
+// passSyncer is a store whose SYNC_FLUSH group commit an event loop's pass
+// can make itself (store.DefaultMessageStore).
+type passSyncer interface {
+	BeginPassSync() bool
+	EndPassSync()
 }
 
 // EventLoops is the transport's EventLoops for the serverEventLoops key:

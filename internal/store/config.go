@@ -110,6 +110,9 @@ type Config struct {
 	// FileAllocation is how new files get their blocks: zeros, fallocate
 	// or zero-range.
 	FileAllocation string `prop:"fileAllocation"`
+	// SyncFlushOnEventLoop lets an event loop's pass end make its own
+	// SYNC_FLUSH group commit (see flusher.go) while syncs are fast.
+	SyncFlushOnEventLoop bool `prop:"syncFlushOnEventLoop"`
 	// WriteSpillSize bounds the in-memory spill the writer uses when no
 	// next CommitLog file is ready at a roll.
 	WriteSpillSize int `prop:"writeSpillSize"`
@@ -179,6 +182,7 @@ func DefaultConfig() Config {
 		PreallocateFiles:     2,
 		FileAllocation:       AllocFallocate,
 		WriteSpillSize:       64 << 20,
+		SyncFlushOnEventLoop: true,
 	}
 }
 

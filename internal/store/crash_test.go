@@ -223,7 +223,7 @@ func TestTornTailsAndBitFlips(t *testing.T) {
 		recs = append(recs, span{r.WroteOffset, int64(r.WroteBytes)})
 	}
 	// Flush and checkpoint the first part, then write an unflushed tail.
-	if err := st.commitLog.flusher.flushTo(st.commitLog.visible.Load()); err != nil {
+	if err := st.commitLog.flusher.flushToNow(st.commitLog.visible.Load()); err != nil {
 		t.Fatal(err)
 	}
 	waitDispatched(t, st, "F", 0, 400)

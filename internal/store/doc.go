@@ -121,7 +121,9 @@
 //	                                  A batch is one run, so one write.
 //	                                  fdatasync on flush (under SYNC_FLUSH
 //	                                  the flusher is woken after each group,
-//	                                  so one sync covers it). Loss window:
+//	                                  so one sync covers it, or an event
+//	                                  loop's pass syncs what it wrote
+//	                                  itself: flusher.go). Loss window:
 //	                                  what the page cache holds unsynced
 //	                                  (power loss only; a process kill loses
 //	                                  nothing acknowledged: a put is answered

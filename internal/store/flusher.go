@@ -13,11 +13,30 @@ import (
 // flush is still running, with one timer for the earliest deadline. The
 // waiters themselves are a plain syncWaiters under wmu. No flush ever runs
 // under the put lock.
+//
+// An event loop's pass may make the group commit itself
+// (syncFlushOnEventLoop, while syncs are fast; BeginPassSync and
+// EndPassSync): once the pass's records are written it syncs them on its
+// own goroutine with a held fdatasync and answers the covered puts, whose
+// answers its writes then carry, before it reads again; meanwhile the
+// flusher is not woken. That is Redis's order for appendfsync always: the requests
+// that arrive while the answers go out are read together and covered by
+// one sync, where a flusher answering one connection after another had the
+// loop wake for each few senders that came back. One flush runs at a time
+// (flushMu); a pass that finds the flusher's running leaves its puts to it.
 type flusher struct {
 	c *CommitLog
 
 	wmu     sync.Mutex
 	waiters syncWaiters
+
+	flushMu  sync.Mutex    // held by whoever runs flushTo
+	loopDone []*syncWaiter // the passes' completion batch, under flushMu
+	fastRun  atomic.Int32  // fast syncs in a row (nextFastRun), under flushMu
+	onLoop   atomic.Int32  // passes that will sync: kicks wait for them
+	// loopSynced is when a loop's sync last ended (monoNs); the timer's
+	// flush under SYNC_FLUSH is left to the loops while they sync.
+	loopSynced atomic.Int64
 
 	kickCh   chan struct{}
 	reaperCh chan struct{}
@@ -31,7 +50,16 @@ func newFlusher(c *CommitLog) *flusher {
 	return &flusher{c: c, kickCh: make(chan struct{}, 1), reaperCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
 }
 
+// kick wakes the flusher, unless a pass that will sync is under way: it
+// covers the waiting puts, or wakes the flusher when it ends.
 func (f *flusher) kick() {
+	if f.onLoop.Load() > 0 {
+		return
+	}
+	f.wake()
+}
+
+func (f *flusher) wake() {
 	select {
 	case f.kickCh <- struct{}{}:
 	default:
@@ -50,7 +78,7 @@ func (f *flusher) stop() {
 	close(f.stopCh)
 	f.wg.Wait()
 	if !f.failed.Load() {
-		if err := f.flushTo(f.c.visible.Load()); err != nil {
+		if err := f.flushToNow(f.c.visible.Load()); err != nil {
 			f.fail(err)
 		}
 	}
@@ -100,6 +128,9 @@ func (f *flusher) run() {
 		case <-f.kickCh:
 		case <-changed: // the flush keys may have changed
 		case <-t.C:
+			if sync && f.c.monoNs()-f.loopSynced.Load() < int64(interval) {
+				continue // the loops' syncs cover what puts leave
+			}
 		}
 		if f.failed.Load() {
 			continue
@@ -115,7 +146,7 @@ func (f *flusher) run() {
 				continue
 			}
 		}
-		if err := f.flushTo(target); err != nil {
+		if err := f.flushToNow(target); err != nil {
 			f.fail(err)
 			continue
 		}
@@ -129,8 +160,16 @@ func (f *flusher) hasWaiters() bool {
 	return f.waiters.len() > 0
 }
 
-// flushTo syncs the files holding [flushedWhere, target).
-func (f *flusher) flushTo(target int64) error {
+// flushToNow is flushTo once no other flush runs.
+func (f *flusher) flushToNow(target int64) error {
+	f.flushMu.Lock()
+	defer f.flushMu.Unlock()
+	return f.flushTo(target, false)
+}
+
+// flushTo syncs the files holding [flushedWhere, target), with a held
+// fdatasync when held (an event loop's). flushMu is held.
+func (f *flusher) flushTo(target int64, held bool) error {
 	f.c.cutMu.RLock() // a truncation waits for the flush
 	defer f.c.cutMu.RUnlock()
 	target = min(target, f.c.visible.Load()) // a truncation may have lowered the end
@@ -141,8 +180,10 @@ func (f *flusher) flushTo(target int64) error {
 			return nil // a spill not yet in a file, or nothing to flush
 		}
 		start := f.c.monoNs()
-		pos, err := mf.flush()
-		f.c.st.stats.flush.Record(time.Duration(f.c.monoNs() - start))
+		pos, err := mf.flushHeld(held)
+		took := time.Duration(f.c.monoNs() - start)
+		f.c.st.stats.flush.Record(took)
+		f.fastRun.Store(nextFastRun(f.fastRun.Load(), took))
 		f.c.st.stats.flushes.Add(1)
 		if err != nil {
 			mf.release()
@@ -157,6 +198,69 @@ func (f *flusher) flushTo(target int64) error {
 		}
 	}
 	return nil
+}
+
+// loopSyncFast is the longest sync that counts as fast; loopSyncFastRun
+// fast syncs in a row (the flusher's or the loops') let event loops sync
+// again after a slow one. A loop's sync holds its goroutine and, being a
+// raw system call, keeps the runtime from stopping the world until it
+// returns, so loops sync only while syncs are short: a slow disk sends the
+// group commits back to the flusher until it has been fast for a while.
+const (
+	loopSyncFast    = 2 * time.Millisecond
+	loopSyncFastRun = 8
+)
+
+// nextFastRun is the count of fast syncs in a row after a sync that took
+// took, given run before it.
+func nextFastRun(run int32, took time.Duration) int32 {
+	if took > loopSyncFast {
+		return 0
+	}
+	return min(run+1, loopSyncFastRun)
+}
+
+// loopMaySync decides whether an event loop's pass makes its own group
+// commit: SYNC_FLUSH with syncFlushOnEventLoop, no failed sync, and the
+// last loopSyncFastRun syncs fast.
+func loopMaySync(syncFlush, enabled, failed bool, fastRun int32) bool {
+	return syncFlush && enabled && !failed && fastRun >= loopSyncFastRun
+}
+
+// beginLoopSync is asked when a loop's pass starts: true when the pass
+// will sync at its end (flushOnLoop); the flusher is not woken meanwhile.
+func (f *flusher) beginLoopSync() bool {
+	cfg := f.c.cfg
+	if !loopMaySync(cfg.FlushDiskType == SyncFlush, cfg.SyncFlushOnEventLoop, f.failed.Load(), f.fastRun.Load()) {
+		return false
+	}
+	f.onLoop.Add(1)
+	return true
+}
+
+// flushOnLoop is the group commit of a pass that began with beginLoopSync,
+// after its records are written: every waiting put whose record is
+// readable is synced and answered on the caller. When the flusher is
+// syncing, or puts still wait afterwards (registered after the sync's
+// target was read), the flusher is woken for them.
+func (f *flusher) flushOnLoop() {
+	defer func() {
+		f.onLoop.Add(-1)
+		if f.hasWaiters() {
+			f.kick()
+		}
+	}()
+	if !f.hasWaiters() || f.failed.Load() || !f.flushMu.TryLock() {
+		return
+	}
+	if err := f.flushTo(f.c.visible.Load(), true); err != nil {
+		f.flushMu.Unlock()
+		f.fail(err)
+		return
+	}
+	f.loopSynced.Store(f.c.monoNs())
+	f.loopDone = f.completeCovered(f.loopDone)
+	f.flushMu.Unlock()
 }
 
 // fail turns the store read-only after a failed sync; nothing is flushed

@@ -271,3 +271,19 @@ func (st *DefaultMessageStore) GatherWrites() bool {
 func (st *DefaultMessageStore) ReleaseWrites() {
 	st.commitLog.leadGroups()
 }
+
+// BeginPassSync is asked when an event loop's pass starts: true when the
+// pass is to make the SYNC_FLUSH group commit itself once it has written
+// its records (EndPassSync; see flusher.go). The flusher is not woken by
+// puts until then.
+func (st *DefaultMessageStore) BeginPassSync() bool {
+	c := st.commitLog
+	return c != nil && c.flusher.beginLoopSync()
+}
+
+// EndPassSync syncs what the pass wrote, and every other readable record
+// a put waits for, and answers those puts on the caller; the flusher is
+// woken for any put still waiting.
+func (st *DefaultMessageStore) EndPassSync() {
+	st.commitLog.flusher.flushOnLoop()
+}

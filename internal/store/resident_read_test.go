@@ -35,7 +35,7 @@ func TestPullCopiesResidentRecords(t *testing.T) {
 				waitDispatched(t, st, "Res", int32(q), perQueue)
 			}
 			c := st.commitLog
-			if err := c.flusher.flushTo(c.visible.Load()); err != nil {
+			if err := c.flusher.flushToNow(c.visible.Load()); err != nil {
 				t.Fatal(err)
 			}
 			pullAll := func(from int64) {
@@ -240,7 +240,7 @@ func TestGetMessageNoWait(t *testing.T) {
 	}
 	waitDispatched(t, st, "Alone", 0, 40)
 	c := st.commitLog
-	if err := c.flusher.flushTo(c.visible.Load()); err != nil {
+	if err := c.flusher.flushToNow(c.visible.Load()); err != nil {
 		t.Fatal(err)
 	}
 	check := func(r *GetResult, topic string, q, bodyQ int) {

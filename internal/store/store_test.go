@@ -388,7 +388,7 @@ func TestEvictPageCache(t *testing.T) {
 				mustPut(t, st, testMsg(topic, 0, strings.Repeat("e", 300), ""))
 			}
 			waitDispatched(t, st, "EvA", 0, 750)
-			if err := st.commitLog.flusher.flushTo(st.commitLog.visible.Load()); err != nil {
+			if err := st.commitLog.flusher.flushToNow(st.commitLog.visible.Load()); err != nil {
 				t.Fatal(err)
 			}
 			r, err := st.EvictPageCache("EvA")

@@ -130,6 +130,16 @@ func (f *osFile) Datasync() error {
 	return f.pathErr("fdatasync", ignoringEINTR(func() error { return unix.Fdatasync(f.fd) }))
 }
 
+// DatasyncHeld is fdatasync as a raw system call (HeldDatasyncer).
+func (f *osFile) DatasyncHeld() error {
+	return f.pathErr("fdatasync", ignoringEINTR(func() error {
+		if _, _, e := unix.RawSyscall(unix.SYS_FDATASYNC, uintptr(f.fd), 0, 0); e != 0 {
+			return e
+		}
+		return nil
+	}))
+}
+
 func (f *osFile) Fallocate(mode uint32, off, n int64) error {
 	return f.pathErr("fallocate", ignoringEINTR(func() error { return unix.Fallocate(f.fd, mode, off, n) }))
 }

@@ -201,3 +201,30 @@ func TestRefusedRingsAreNotUsedAgain(t *testing.T) {
 		t.Fatalf("SyncMethod %q", m)
 	}
 }
+
+// A held fdatasync is the system call itself: no ring counts it. Files of
+// the memory file system have none (their callers fall back to Datasync).
+func TestDatasyncHeld(t *testing.T) {
+	f := tempOSFile(t)
+	h, ok := f.(HeldDatasyncer)
+	if !ok {
+		t.Fatal("an OS file has no DatasyncHeld")
+	}
+	if _, err := f.WriteAt([]byte("record"), 0); err != nil {
+		t.Fatal(err)
+	}
+	before := RingSyncs()
+	if err := h.DatasyncHeld(); err != nil {
+		t.Fatal(err)
+	}
+	if got := RingSyncs() - before; got != 0 {
+		t.Fatalf("%d syncs on rings, want none", got)
+	}
+	m, err := NewMemFS().Create("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.(HeldDatasyncer); ok {
+		t.Fatal("a memory file claims DatasyncHeld")
+	}
+}

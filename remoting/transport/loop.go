@@ -121,6 +121,7 @@ type loopRun struct {
 	// second); passHeld says Begin returned true and End is owed.
 	dispatched int
 	passHeld   bool
+	doneOwed   bool // LoopPassStart returned true: LoopPassDone is owed
 }
 
 // loopStallLimit is how long a frame's dispatch (or a pass's end) may
@@ -903,6 +904,11 @@ func (r *loopRun) dispatch(c *Conn, cmd *remoting.Command) {
 func (r *loopRun) joinPass(c *Conn) {
 	lc := c.lp
 	lc.run = r
+	if r.dispatched == 0 {
+		if s := r.l.s.cfg.LoopPassStart; s != nil {
+			r.doneOwed = s()
+		}
+	}
 	r.dispatched++
 	if r.dispatched == 2 {
 		// A pass with more than one frame gathers what they write; a
@@ -943,13 +949,12 @@ func (r *loopRun) runTaken(c *Conn, h ReplyHandler, req *remoting.Command) {
 // meanwhile (it has then written its answers and must end).
 func (r *loopRun) endPass() bool {
 	r.dispatched = 0
-	if !r.passHeld {
+	if !r.passHeld && !r.doneOwed {
 		return true
 	}
-	r.passHeld = false
 	r.serving.Store(nil)
 	r.unit.Add(1)
-	r.l.s.cfg.LoopPassEnd()
+	r.finishPass()
 	r.unit.Add(1)
 	if r.displaced.Load() {
 		r.letGo(nil, nil, false)
@@ -958,14 +963,23 @@ func (r *loopRun) endPass() bool {
 	return true
 }
 
-// letGo ends a displaced run: it keeps the rest of c's bytes, writes the
-// answers its handler queued, hands c back to the loop and ends.
-func (r *loopRun) letGo(c *Conn, rest []byte, owned bool) {
+// finishPass calls LoopPassEnd and LoopPassDone where they are owed.
+func (r *loopRun) finishPass() {
 	if r.passHeld {
-		// The pass's gathered writes are this run's to finish.
 		r.passHeld = false
 		r.l.s.cfg.LoopPassEnd()
 	}
+	if r.doneOwed {
+		r.doneOwed = false
+		r.l.s.cfg.LoopPassDone()
+	}
+}
+
+// letGo ends a displaced run: it keeps the rest of c's bytes, writes the
+// answers its handler queued, hands c back to the loop and ends.
+func (r *loopRun) letGo(c *Conn, rest []byte, owned bool) {
+	// The pass's gathered writes and its Done are this run's to finish.
+	r.finishPass()
 	r.dispatched = 0
 	if c != nil {
 		lc := c.lp

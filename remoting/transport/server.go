@@ -71,6 +71,13 @@ type ServerConfig struct {
 	// CommitLog writes into one there.
 	LoopPassBegin func() bool
 	LoopPassEnd   func()
+	// LoopPassStart and LoopPassDone, when set, bracket every event loop
+	// pass that dispatches a frame: Start before its first frame, and,
+	// when Start returned true, Done after LoopPassEnd and before the
+	// pass's answers are written. Done counts toward the stall limit as
+	// End does. The broker makes a pass's SYNC_FLUSH group commit there.
+	LoopPassStart func() bool
+	LoopPassDone  func()
 
 	noDirectWrites bool // see connConfig
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -372,6 +373,84 @@ func TestLoopPassHooks(t *testing.T) {
 	defer mu.Unlock()
 	if begins == 0 || begins != ends || len(held) != 0 {
 		t.Fatalf("%d begins, %d ends, %d answers still held", begins, ends, len(held))
+	}
+}
+
+// LoopPassStart and LoopPassDone bracket every loop pass that dispatches a
+// frame, a lone frame's too; Done runs after LoopPassEnd, and the answers
+// Done completes are written after it.
+func TestLoopPassStartAndDone(t *testing.T) {
+	var mu sync.Mutex
+	var held []*Responder
+	var order []string
+	inPass := false
+	cfg := ServerConfig{EventLoops: 1,
+		LoopPassBegin: func() bool { return true },
+		LoopPassEnd:   func() { mu.Lock(); order = append(order, "end"); mu.Unlock() },
+		LoopPassStart: func() bool { mu.Lock(); order = append(order, "start"); inPass = true; mu.Unlock(); return true },
+		LoopPassDone: func() {
+			mu.Lock()
+			order = append(order, "done")
+			inPass = false
+			rs := held
+			held = nil
+			mu.Unlock()
+			for _, r := range rs {
+				r.Reply(echo(r.Conn(), r.Request()))
+			}
+		}}
+	_, addr := startServer(t, cfg, func(s *Server) {
+		ex := s.NewExecutor(ExecutorConfig{Workers: 1, QueueCapacity: 100})
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			mu.Lock()
+			defer mu.Unlock()
+			if !inPass {
+				t.Errorf("request %d dispatched outside a started pass", req.Opaque)
+				return Respond(echo(c, req))
+			}
+			r := c.Defer(req)
+			held = append(held, r)
+			return Later(r)
+		}, ex)
+		s.RunsOnLoop(codeEcho)
+	})
+	rc := dialRaw(t, addr)
+	rc.send(request(codeEcho, 1, remoting.SerializeJSON))
+	if r := rc.read(); r.Opaque != 1 || r.Code != remoting.Success {
+		t.Fatalf("lone frame's answer %+v", r)
+	}
+	mu.Lock()
+	if got := strings.Join(order, " "); got != "start done" {
+		t.Fatalf("a lone frame's pass: %q, want start and done", got)
+	}
+	order = nil
+	mu.Unlock()
+	var frames []byte
+	for i := 2; i <= 9; i++ {
+		f, _ := remoting.Encode(request(codeEcho, int32(i), remoting.SerializeJSON))
+		frames = append(frames, f...)
+	}
+	rc.write(frames)
+	for i := 2; i <= 9; i++ {
+		if r := rc.read(); r.Opaque != int32(i) || r.Code != remoting.Success {
+			t.Fatalf("answer %+v, want opaque %d", r, i)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(held) != 0 {
+		t.Fatalf("%d answers still held", len(held))
+	}
+	// Each pass: start, then end (a pass of more than one frame) before done.
+	for i := 0; i < len(order); {
+		switch {
+		case order[i] == "start" && i+1 < len(order) && order[i+1] == "done":
+			i += 2
+		case order[i] == "start" && i+2 < len(order) && order[i+1] == "end" && order[i+2] == "done":
+			i += 3
+		default:
+			t.Fatalf("hook order %q", strings.Join(order, " "))
+		}
 	}
 }
 
