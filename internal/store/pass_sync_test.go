@@ -59,16 +59,22 @@ func putNoted(st *DefaultMessageStore, body string, out chan<- putAnswer) {
 	})
 }
 
+// openSyncFlush starts a SYNC_FLUSH store on the OS file system, shut
+// down when the test ends.
+func openSyncFlush(t *testing.T) (*DefaultMessageStore, *flusher) {
+	cfg := testConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	st := openStarted(t, cfg, vfs.OS())
+	t.Cleanup(func() { st.Shutdown() })
+	return st, st.commitLog.flusher
+}
+
 // A pass that begins with BeginPassSync has its SYNC_FLUSH puts synced and
 // answered on the goroutine that calls EndPassSync, each answer after the
 // flush covered its record; once the loops sync, the flusher's timer
 // leaves the puts to them.
 func TestPassSyncAnswersOnTheCaller(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.FlushDiskType = SyncFlush
-	st := openStarted(t, cfg, vfs.OS())
-	defer st.Shutdown()
-	f := st.commitLog.flusher
+	st, f := openSyncFlush(t)
 	if st.BeginPassSync() {
 		t.Fatal("a pass synced before any sync was seen fast")
 	}
@@ -114,11 +120,7 @@ func TestPassSyncAnswersOnTheCaller(t *testing.T) {
 // A pass that finds the flusher syncing leaves its puts to it, and wakes
 // it: no put waits for a timer.
 func TestPassSyncLeavesABusyFlushToTheFlusher(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.FlushDiskType = SyncFlush
-	st := openStarted(t, cfg, vfs.OS())
-	defer st.Shutdown()
-	f := st.commitLog.flusher
+	st, f := openSyncFlush(t)
 	f.fastRun.Store(loopSyncFastRun)
 	// Keep the flusher's timer off, so only a kick can wake it, and let
 	// a flush it began before that end.

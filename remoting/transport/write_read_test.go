@@ -313,66 +313,110 @@ func TestLoopTakesBackItsQueueAfterADisplacement(t *testing.T) {
 	}
 }
 
+// passEchoes answers the echo requests a loop pass dispatches only when a
+// pass hook releases them, and records the hooks' calls.
+type passEchoes struct {
+	mu     sync.Mutex
+	held   []*Responder
+	inPass bool
+	calls  []string
+}
+
+// hook records a hook's call, opening the pass when start.
+func (p *passEchoes) hook(name string, start bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, name)
+	if start {
+		p.inPass = true
+	}
+	return true
+}
+
+// release records a hook's call, closes the pass and answers what it held.
+func (p *passEchoes) release(name string) {
+	p.mu.Lock()
+	p.calls = append(p.calls, name)
+	p.inPass = false
+	rs := p.held
+	p.held = nil
+	p.mu.Unlock()
+	for _, r := range rs {
+		r.Reply(echo(r.Conn(), r.Request()))
+	}
+}
+
+func (p *passEchoes) count(name string) int {
+	n := 0
+	for _, c := range p.calls {
+		if c == name {
+			n++
+		}
+	}
+	return n
+}
+
+// serve registers codeEcho on the loop: held within a pass, answered at
+// once (after outside) when dispatched outside one.
+func (p *passEchoes) serve(outside func(req *remoting.Command)) func(s *Server) {
+	return func(s *Server) {
+		ex := s.NewExecutor(ExecutorConfig{Workers: 1, QueueCapacity: 100})
+		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !p.inPass {
+				outside(req)
+				return Respond(echo(c, req))
+			}
+			r := c.Defer(req)
+			p.held = append(p.held, r)
+			return Later(r)
+		}, ex)
+		s.RunsOnLoop(codeEcho)
+	}
+}
+
+// echoBurst sends echo requests from..to in one write (most likely one
+// read and one pass) and reads their answers.
+func echoBurst(t *testing.T, rc *rawConn, from, to int) {
+	t.Helper()
+	var frames []byte
+	for i := from; i <= to; i++ {
+		f, _ := remoting.Encode(request(codeEcho, int32(i), remoting.SerializeJSON))
+		frames = append(frames, f...)
+	}
+	rc.write(frames)
+	for i := from; i <= to; i++ {
+		if r := rc.read(); r.Opaque != int32(i) || r.Code != remoting.Success {
+			t.Fatalf("answer %+v, want opaque %d", r, i)
+		}
+	}
+}
+
 // LoopPassBegin and LoopPassEnd bracket a loop pass that dispatches more
 // than one frame (not a lone frame), and the answers End completes are
 // written after it with the pass's others.
 func TestLoopPassHooks(t *testing.T) {
-	var mu sync.Mutex
-	var held []*Responder
-	var begins, ends int
-	inPass := false
+	p := &passEchoes{}
 	cfg := ServerConfig{EventLoops: 1,
-		LoopPassBegin: func() bool { mu.Lock(); begins++; inPass = true; mu.Unlock(); return true },
-		LoopPassEnd: func() {
-			mu.Lock()
-			ends++
-			inPass = false
-			rs := held
-			held = nil
-			mu.Unlock()
-			for _, r := range rs {
-				r.Reply(echo(r.Conn(), r.Request()))
-			}
-		}}
-	_, addr := startServer(t, cfg, func(s *Server) {
-		ex := s.NewExecutor(ExecutorConfig{Workers: 1, QueueCapacity: 100})
-		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
-			mu.Lock()
-			defer mu.Unlock()
-			if !inPass {
-				return Respond(echo(c, req)) // a lone frame: answered at once
-			}
-			r := c.Defer(req)
-			held = append(held, r)
-			return Later(r)
-		}, ex)
-		s.RunsOnLoop(codeEcho)
-	})
+		LoopPassBegin: func() bool { return p.hook("begin", true) },
+		LoopPassEnd:   func() { p.release("end") }}
+	_, addr := startServer(t, cfg, p.serve(func(*remoting.Command) {})) // a lone frame: answered at once
 	rc := dialRaw(t, addr)
 	rc.send(request(codeEcho, 1, remoting.SerializeJSON))
 	if r := rc.read(); r.Opaque != 1 {
 		t.Fatalf("lone frame's answer %+v", r)
 	}
-	mu.Lock()
-	if begins != 0 {
-		t.Fatalf("a lone frame began %d passes", begins)
+	p.mu.Lock()
+	if n := p.count("begin"); n != 0 {
+		t.Fatalf("a lone frame began %d passes", n)
 	}
-	mu.Unlock()
-	var frames []byte
-	for i := 2; i <= 9; i++ {
-		f, _ := remoting.Encode(request(codeEcho, int32(i), remoting.SerializeJSON))
-		frames = append(frames, f...)
-	}
-	rc.write(frames) // one write: most likely one read and one pass
-	for i := 2; i <= 9; i++ {
-		if r := rc.read(); r.Opaque != int32(i) || r.Code != remoting.Success {
-			t.Fatalf("answer %+v, want opaque %d", r, i)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if begins == 0 || begins != ends || len(held) != 0 {
-		t.Fatalf("%d begins, %d ends, %d answers still held", begins, ends, len(held))
+	p.mu.Unlock()
+	echoBurst(t, rc, 2, 9)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if begins, ends := p.count("begin"), p.count("end"); begins == 0 || begins != ends || len(p.held) != 0 {
+		t.Fatalf("%d begins, %d ends, %d answers still held", begins, ends, len(p.held))
 	}
 }
 
@@ -380,76 +424,41 @@ func TestLoopPassHooks(t *testing.T) {
 // frame, a lone frame's too; Done runs after LoopPassEnd, and the answers
 // Done completes are written after it.
 func TestLoopPassStartAndDone(t *testing.T) {
-	var mu sync.Mutex
-	var held []*Responder
-	var order []string
-	inPass := false
+	p := &passEchoes{}
 	cfg := ServerConfig{EventLoops: 1,
 		LoopPassBegin: func() bool { return true },
-		LoopPassEnd:   func() { mu.Lock(); order = append(order, "end"); mu.Unlock() },
-		LoopPassStart: func() bool { mu.Lock(); order = append(order, "start"); inPass = true; mu.Unlock(); return true },
-		LoopPassDone: func() {
-			mu.Lock()
-			order = append(order, "done")
-			inPass = false
-			rs := held
-			held = nil
-			mu.Unlock()
-			for _, r := range rs {
-				r.Reply(echo(r.Conn(), r.Request()))
-			}
-		}}
-	_, addr := startServer(t, cfg, func(s *Server) {
-		ex := s.NewExecutor(ExecutorConfig{Workers: 1, QueueCapacity: 100})
-		s.RegisterReply(codeEcho, func(c *Conn, req *remoting.Command) Reply {
-			mu.Lock()
-			defer mu.Unlock()
-			if !inPass {
-				t.Errorf("request %d dispatched outside a started pass", req.Opaque)
-				return Respond(echo(c, req))
-			}
-			r := c.Defer(req)
-			held = append(held, r)
-			return Later(r)
-		}, ex)
-		s.RunsOnLoop(codeEcho)
-	})
+		LoopPassEnd:   func() { p.hook("end", false) },
+		LoopPassStart: func() bool { return p.hook("start", true) },
+		LoopPassDone:  func() { p.release("done") }}
+	_, addr := startServer(t, cfg, p.serve(func(req *remoting.Command) {
+		t.Errorf("request %d dispatched outside a started pass", req.Opaque)
+	}))
 	rc := dialRaw(t, addr)
 	rc.send(request(codeEcho, 1, remoting.SerializeJSON))
 	if r := rc.read(); r.Opaque != 1 || r.Code != remoting.Success {
 		t.Fatalf("lone frame's answer %+v", r)
 	}
-	mu.Lock()
-	if got := strings.Join(order, " "); got != "start done" {
+	p.mu.Lock()
+	if got := strings.Join(p.calls, " "); got != "start done" {
 		t.Fatalf("a lone frame's pass: %q, want start and done", got)
 	}
-	order = nil
-	mu.Unlock()
-	var frames []byte
-	for i := 2; i <= 9; i++ {
-		f, _ := remoting.Encode(request(codeEcho, int32(i), remoting.SerializeJSON))
-		frames = append(frames, f...)
-	}
-	rc.write(frames)
-	for i := 2; i <= 9; i++ {
-		if r := rc.read(); r.Opaque != int32(i) || r.Code != remoting.Success {
-			t.Fatalf("answer %+v, want opaque %d", r, i)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(held) != 0 {
-		t.Fatalf("%d answers still held", len(held))
+	p.calls = nil
+	p.mu.Unlock()
+	echoBurst(t, rc, 2, 9)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.held) != 0 {
+		t.Fatalf("%d answers still held", len(p.held))
 	}
 	// Each pass: start, then end (a pass of more than one frame) before done.
-	for i := 0; i < len(order); {
+	for i := 0; i < len(p.calls); {
 		switch {
-		case order[i] == "start" && i+1 < len(order) && order[i+1] == "done":
+		case p.calls[i] == "start" && i+1 < len(p.calls) && p.calls[i+1] == "done":
 			i += 2
-		case order[i] == "start" && i+2 < len(order) && order[i+1] == "end" && order[i+2] == "done":
+		case p.calls[i] == "start" && i+2 < len(p.calls) && p.calls[i+1] == "end" && p.calls[i+2] == "done":
 			i += 3
 		default:
-			t.Fatalf("hook order %q", strings.Join(order, " "))
+			t.Fatalf("hook order %q", strings.Join(p.calls, " "))
 		}
 	}
 }
