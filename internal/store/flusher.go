@@ -17,13 +17,17 @@ import (
 // An event loop's pass may make the group commit itself
 // (syncFlushOnEventLoop, while syncs are fast; BeginPassSync and
 // EndPassSync): once the pass's records are written it syncs them on its
-// own goroutine with a held fdatasync and answers the covered puts, whose
-// answers its writes then carry, before it reads again; meanwhile the
-// flusher is not woken. That is Redis's order for appendfsync always: the requests
-// that arrive while the answers go out are read together and covered by
-// one sync, where a flusher answering one connection after another had the
-// loop wake for each few senders that came back. One flush runs at a time
-// (flushMu); a pass that finds the flusher's running leaves its puts to it.
+// own goroutine and answers the covered puts, whose answers its writes
+// then carry, before it reads again; meanwhile the flusher is not woken.
+// That is Redis's order for appendfsync always: the requests that arrive
+// while the answers go out are read together and covered by one sync,
+// where a flusher answering one connection after another had the loop
+// wake for each few senders that came back. The loop's fdatasync is the
+// system call, not a ring's (parking the loop on the ring's eventfd cost
+// more than it saved), nor a raw one (which would keep the runtime from
+// stopping the world while a slow sync runs). One flush runs at a time
+// (flushMu); a pass that finds the flusher's running leaves its puts to
+// it.
 type flusher struct {
 	c *CommitLog
 
@@ -167,9 +171,9 @@ func (f *flusher) flushToNow(target int64) error {
 	return f.flushTo(target, false)
 }
 
-// flushTo syncs the files holding [flushedWhere, target), with a held
-// fdatasync when held (an event loop's). flushMu is held.
-func (f *flusher) flushTo(target int64, held bool) error {
+// flushTo syncs the files holding [flushedWhere, target), with the
+// system call itself when direct (an event loop's). flushMu is held.
+func (f *flusher) flushTo(target int64, direct bool) error {
 	f.c.cutMu.RLock() // a truncation waits for the flush
 	defer f.c.cutMu.RUnlock()
 	target = min(target, f.c.visible.Load()) // a truncation may have lowered the end
@@ -180,7 +184,7 @@ func (f *flusher) flushTo(target int64, held bool) error {
 			return nil // a spill not yet in a file, or nothing to flush
 		}
 		start := f.c.monoNs()
-		pos, err := mf.flushHeld(held)
+		pos, err := mf.flushDirect(direct)
 		took := time.Duration(f.c.monoNs() - start)
 		f.c.st.stats.flush.Record(took)
 		f.fastRun.Store(nextFastRun(f.fastRun.Load(), took))
@@ -202,10 +206,10 @@ func (f *flusher) flushTo(target int64, held bool) error {
 
 // loopSyncFast is the longest sync that counts as fast; loopSyncFastRun
 // fast syncs in a row (the flusher's or the loops') let event loops sync
-// again after a slow one. A loop's sync holds its goroutine and, being a
-// raw system call, keeps the runtime from stopping the world until it
-// returns, so loops sync only while syncs are short: a slow disk sends the
-// group commits back to the flusher until it has been fast for a while.
+// again after a slow one. While a loop syncs, its other connections wait
+// (an event loop's watchdog gives them another goroutine after 50 ms), so
+// loops sync only while syncs are short: a slow disk sends the group
+// commits back to the flusher until it has been fast for a while.
 const (
 	loopSyncFast    = 2 * time.Millisecond
 	loopSyncFastRun = 8

@@ -388,11 +388,11 @@ func (mf *MappedFile) copyMapped(p []byte, pos int64) (err error) {
 // flush makes [flushed, committed) durable: msync of the mapped range, or
 // fdatasync when the file is written with pwrite. It returns the new
 // flushed position.
-func (mf *MappedFile) flush() (int64, error) { return mf.flushHeld(false) }
+func (mf *MappedFile) flush() (int64, error) { return mf.flushDirect(false) }
 
-// flushHeld is flush; with held, a file that can (vfs.HeldDatasyncer)
-// syncs without its goroutine giving up its processor.
-func (mf *MappedFile) flushHeld(held bool) (int64, error) {
+// flushDirect is flush; with direct, a file that can (vfs.DirectDatasyncer)
+// syncs with the system call on the caller's thread, not on a ring.
+func (mf *MappedFile) flushDirect(direct bool) (int64, error) {
 	if mf.spill != nil {
 		return mf.flushed.Load(), nil // nothing durable until the file exists
 	}
@@ -405,8 +405,8 @@ func (mf *MappedFile) flushHeld(held bool) (int64, error) {
 	if mf.data != nil {
 		start := from &^ (osPageSize - 1)
 		err = mf.f.Msync(mf.data[start:target])
-	} else if h, ok := mf.f.(vfs.HeldDatasyncer); ok && held {
-		err = h.DatasyncHeld()
+	} else if d, ok := mf.f.(vfs.DirectDatasyncer); ok && direct {
+		err = d.DatasyncDirect()
 	} else {
 		err = mf.f.Datasync()
 	}

@@ -130,14 +130,9 @@ func (f *osFile) Datasync() error {
 	return f.pathErr("fdatasync", ignoringEINTR(func() error { return unix.Fdatasync(f.fd) }))
 }
 
-// DatasyncHeld is fdatasync as a raw system call (HeldDatasyncer).
-func (f *osFile) DatasyncHeld() error {
-	return f.pathErr("fdatasync", ignoringEINTR(func() error {
-		if _, _, e := unix.RawSyscall(unix.SYS_FDATASYNC, uintptr(f.fd), 0, 0); e != 0 {
-			return e
-		}
-		return nil
-	}))
+// DatasyncDirect is fdatasync by the system call (DirectDatasyncer).
+func (f *osFile) DatasyncDirect() error {
+	return f.pathErr("fdatasync", ignoringEINTR(func() error { return unix.Fdatasync(f.fd) }))
 }
 
 func (f *osFile) Fallocate(mode uint32, off, n int64) error {

@@ -202,19 +202,20 @@ func TestRefusedRingsAreNotUsedAgain(t *testing.T) {
 	}
 }
 
-// A held fdatasync is the system call itself: no ring counts it. Files of
-// the memory file system have none (their callers fall back to Datasync).
-func TestDatasyncHeld(t *testing.T) {
+// A direct fdatasync is the system call itself: no ring counts it. Files
+// of the memory file system have none (their callers fall back to
+// Datasync).
+func TestDatasyncDirect(t *testing.T) {
 	f := tempOSFile(t)
-	h, ok := f.(HeldDatasyncer)
+	h, ok := f.(DirectDatasyncer)
 	if !ok {
-		t.Fatal("an OS file has no DatasyncHeld")
+		t.Fatal("an OS file has no DatasyncDirect")
 	}
 	if _, err := f.WriteAt([]byte("record"), 0); err != nil {
 		t.Fatal(err)
 	}
 	before := RingSyncs()
-	if err := h.DatasyncHeld(); err != nil {
+	if err := h.DatasyncDirect(); err != nil {
 		t.Fatal(err)
 	}
 	if got := RingSyncs() - before; got != 0 {
@@ -224,7 +225,7 @@ func TestDatasyncHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := m.(HeldDatasyncer); ok {
-		t.Fatal("a memory file claims DatasyncHeld")
+	if _, ok := m.(DirectDatasyncer); ok {
+		t.Fatal("a memory file claims DatasyncDirect")
 	}
 }

@@ -100,16 +100,14 @@ type FS interface {
 	Lock(name string) (io.Closer, error)
 }
 
-// HeldDatasyncer is a File whose fdatasync can run without the calling
-// goroutine giving up its processor: no other thread is woken to take it
-// over while the call waits, and none has to give it back afterwards. It
-// is for a goroutine that syncs briefly and often and must not queue for
-// a processor after each sync (an event loop's group commit), never for a
-// sync that may be long: the runtime can neither preempt the caller nor
-// stop the world until the call returns. Files of other file systems
-// (memory, fault injection) lack it; callers fall back to Datasync.
-type HeldDatasyncer interface {
-	DatasyncHeld() error
+// DirectDatasyncer is a File whose fdatasync can be the system call on the
+// calling goroutine's thread, never a sync ring: for a goroutine that
+// syncs briefly and often and would pay more for parking on the ring's
+// eventfd and being woken than for the call (an event loop's group
+// commit). Files of other file systems (memory, fault injection) lack it;
+// callers fall back to Datasync.
+type DirectDatasyncer interface {
+	DatasyncDirect() error
 }
 
 // Fallocate modes (Linux values).
