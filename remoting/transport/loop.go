@@ -459,6 +459,9 @@ func (r *loopRun) run() {
 			return
 		}
 		r.flushDirty()
+		if !r.passDone() {
+			return
+		}
 		if r.takeRequests() || r.displaced.Load() {
 			return
 		}
@@ -949,12 +952,29 @@ func (r *loopRun) runTaken(c *Conn, h ReplyHandler, req *remoting.Command) {
 // meanwhile (it has then written its answers and must end).
 func (r *loopRun) endPass() bool {
 	r.dispatched = 0
-	if !r.passHeld && !r.doneOwed {
+	if !r.passHeld {
 		return true
 	}
+	r.passHeld = false
+	return r.passUnit(r.l.s.cfg.LoopPassEnd)
+}
+
+// passDone calls LoopPassDone for a pass whose Start returned true, once
+// the pass's answers are written; the watchdog sees how long it takes.
+// False when the run was displaced meanwhile.
+func (r *loopRun) passDone() bool {
+	if !r.doneOwed {
+		return true
+	}
+	r.doneOwed = false
+	return r.passUnit(r.l.s.cfg.LoopPassDone)
+}
+
+// passUnit runs a pass hook as a unit of work.
+func (r *loopRun) passUnit(hook func()) bool {
 	r.serving.Store(nil)
 	r.unit.Add(1)
-	r.finishPass()
+	hook()
 	r.unit.Add(1)
 	if r.displaced.Load() {
 		r.letGo(nil, nil, false)
@@ -963,23 +983,14 @@ func (r *loopRun) endPass() bool {
 	return true
 }
 
-// finishPass calls LoopPassEnd and LoopPassDone where they are owed.
-func (r *loopRun) finishPass() {
-	if r.passHeld {
-		r.passHeld = false
-		r.l.s.cfg.LoopPassEnd()
-	}
-	if r.doneOwed {
-		r.doneOwed = false
-		r.l.s.cfg.LoopPassDone()
-	}
-}
-
 // letGo ends a displaced run: it keeps the rest of c's bytes, writes the
 // answers its handler queued, hands c back to the loop and ends.
 func (r *loopRun) letGo(c *Conn, rest []byte, owned bool) {
-	// The pass's gathered writes and its Done are this run's to finish.
-	r.finishPass()
+	if r.passHeld {
+		// The pass's gathered writes are this run's to finish.
+		r.passHeld = false
+		r.l.s.cfg.LoopPassEnd()
+	}
 	r.dispatched = 0
 	if c != nil {
 		lc := c.lp
@@ -990,6 +1001,10 @@ func (r *loopRun) letGo(c *Conn, rest []byte, owned bool) {
 		}
 	}
 	r.flushDirty()
+	if r.doneOwed {
+		r.doneOwed = false
+		r.l.s.cfg.LoopPassDone()
+	}
 	if c != nil {
 		c.lp.held.Store(false)
 		if !r.l.post(loopReq{kind: reqRelease, c: c}) {

@@ -73,9 +73,11 @@ type ServerConfig struct {
 	LoopPassEnd   func()
 	// LoopPassStart and LoopPassDone, when set, bracket every event loop
 	// pass that dispatches a frame: Start before its first frame, and,
-	// when Start returned true, Done after LoopPassEnd and before the
-	// pass's answers are written. Done counts toward the stall limit as
-	// End does. The broker makes a pass's SYNC_FLUSH group commit there.
+	// when Start returned true, Done after LoopPassEnd and after the
+	// pass's answers are written, so that a long Done holds no
+	// connection's answers (those it completes are written as they
+	// complete). Done counts toward the stall limit as End does. The
+	// broker makes a pass's SYNC_FLUSH group commit there.
 	LoopPassStart func() bool
 	LoopPassDone  func()
 

@@ -422,7 +422,7 @@ func TestLoopPassHooks(t *testing.T) {
 
 // LoopPassStart and LoopPassDone bracket every loop pass that dispatches a
 // frame, a lone frame's too; Done runs after LoopPassEnd, and the answers
-// Done completes are written after it.
+// Done completes reach the client.
 func TestLoopPassStartAndDone(t *testing.T) {
 	p := &passEchoes{}
 	cfg := ServerConfig{EventLoops: 1,
