@@ -127,6 +127,7 @@ func (b *Broker) RuntimeInfo() map[string]string {
 	micros("dispatchPassP99Micros", st.Dispatch.Quantile(0.99))
 	i64("indexBehindBytes", st.IndexLagBytes)
 	i64("flushes", st.Flushes)
+	i64("loopFlushes", st.LoopFlushes)
 	i64("flushTimeouts", st.FlushTimeouts)
 	i64("syncErrors", st.SyncErrors)
 	i64("syncUnderPutLock", st.SyncUnderPutLock)

@@ -263,6 +263,7 @@ func (f *flusher) flushOnLoop() {
 		return
 	}
 	f.loopSynced.Store(f.c.monoNs())
+	f.c.st.stats.loopFlushes.Add(1)
 	f.loopDone = f.completeCovered(f.loopDone)
 	f.flushMu.Unlock()
 }

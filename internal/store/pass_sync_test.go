@@ -112,6 +112,9 @@ func TestPassSyncAnswersOnTheCaller(t *testing.T) {
 	if answered < rounds/2 {
 		t.Fatalf("puts answered by EndPassSync in %d of %d rounds", answered, rounds)
 	}
+	if st.Stats().LoopFlushes == 0 {
+		t.Fatal("no flush counted as a loop's")
+	}
 	if f.onLoop.Load() != 0 {
 		t.Fatalf("%d passes still counted as syncing", f.onLoop.Load())
 	}

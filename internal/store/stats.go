@@ -27,6 +27,7 @@ type storeStats struct {
 	allocFailures     atomic.Int64
 	filesCreated      atomic.Int64
 	flushes           atomic.Int64
+	loopFlushes       atomic.Int64
 	flushTimeouts     atomic.Int64
 	syncErrors        atomic.Int64
 	skippedCorrupt    atomic.Int64
@@ -71,6 +72,7 @@ type Stats struct {
 	FilesCreated      int64
 	ReadyFiles        int // CommitLog files allocated ahead right now
 	Flushes           int64
+	LoopFlushes       int64 // flushes an event loop made for its pass (syncFlushOnEventLoop)
 	FlushTimeouts     int64 // SYNC puts answered FLUSH_DISK_TIMEOUT
 	SyncErrors        int64
 	SyncUnderPutLock  int64 // msync/fsync calls that ran while the put lock was held (must stay 0)

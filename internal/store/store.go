@@ -621,7 +621,7 @@ func (st *DefaultMessageStore) Stats() Stats {
 		Puts: s.puts.Load(), PutBytes: s.putBytes.Load(), PutFailures: s.putFailures.Load(),
 		PutWaitedOnCreate: s.putWaitedOnCreate.Load(), Spills: s.spills.Load(), SpillWrites: s.spillWrites.Load(), SpillFull: s.spillFull.Load(), PoolExhausted: s.poolExhausted.Load(),
 		AllocFailures: s.allocFailures.Load(), FilesCreated: s.filesCreated.Load(), ReadyFiles: st.commitLog.alloc.readyCount(),
-		Flushes: s.flushes.Load(), FlushTimeouts: s.flushTimeouts.Load(), SyncErrors: s.syncErrors.Load(),
+		Flushes: s.flushes.Load(), LoopFlushes: s.loopFlushes.Load(), FlushTimeouts: s.flushTimeouts.Load(), SyncErrors: s.syncErrors.Load(),
 		SyncUnderPutLock: s.syncUnderLock.Load(), SkippedCorrupt: s.skippedCorrupt.Load(), SkippedBytes: s.skippedBytes.Load(),
 		TruncatedBytes: s.truncatedBytes.Load(), Dispatched: s.dispatched.Load(), FilesDeleted: s.filesDeleted.Load(),
 		DiskFullRefusals: s.diskFullRefusals.Load(), DispatchBehind: st.DispatchBehindBytes(),
