@@ -279,8 +279,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	var passStart func() bool
 	var passDone func()
 	if s, ok := b.store.(passSyncer); ok {
-		// Under SYNC_FLUSH a pass syncs what it wrote before its answers
-		// leave, while syncs are fast.
+		// Under SYNC_FLUSH a pass syncs what it wrote, after its other
+		// answers and before it reads again, while syncs are fast.
 		passStart, passDone = s.BeginPassSync, s.EndPassSync
 	}
 	b.server = transport.NewServer(transport.ServerConfig{

@@ -17,8 +17,8 @@ import (
 // An event loop's pass may make the group commit itself
 // (syncFlushOnEventLoop, while syncs are fast; BeginPassSync and
 // EndPassSync): once the pass's records are written it syncs them on its
-// own goroutine and answers the covered puts, whose answers its writes
-// then carry, before it reads again; meanwhile the flusher is not woken.
+// own goroutine and answers the covered puts before it reads again;
+// meanwhile the flusher is not woken.
 // That is Redis's order for appendfsync always: the requests that arrive
 // while the answers go out are read together and covered by one sync,
 // where a flusher answering one connection after another had the loop
@@ -60,10 +60,6 @@ func (f *flusher) kick() {
 	if f.onLoop.Load() > 0 {
 		return
 	}
-	f.wake()
-}
-
-func (f *flusher) wake() {
 	select {
 	case f.kickCh <- struct{}{}:
 	default:

@@ -127,7 +127,7 @@ func (f *osFile) Datasync() error {
 	if ok, err := ringSync(f.fd, true); ok {
 		return f.pathErr("fdatasync", err)
 	}
-	return f.pathErr("fdatasync", ignoringEINTR(func() error { return unix.Fdatasync(f.fd) }))
+	return f.DatasyncDirect()
 }
 
 // DatasyncDirect is fdatasync by the system call (DirectDatasyncer).

@@ -102,9 +102,6 @@ func TestStuckLoopSyncHoldsNoAnswer(t *testing.T) {
 	if err != nil || resp.Code != remoting.Success {
 		t.Fatalf("another connection during the stuck sync: %v %+v", err, resp)
 	}
-	if !stuck.Load() {
-		t.Fatal("unreachable: the sync was released early")
-	}
 
 	unstick()
 	for i := range 5 {
